@@ -1,0 +1,60 @@
+#include "cli/cli.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace perfsim {
+namespace {
+
+constexpr char kUsage[] =
+    R"(perfsim: ahead-of-time performance simulator for the Mixture-of-Experts step.
+
+usage: perfsim <command> [flags]
+
+commands:
+  hlo check FILE     parse and verify HLO text ('-' reads stdin)
+  hlo print FILE     parse, verify and print HLO text back
+  hw list            list the described chips
+  hw show NAME       show one chip and its interconnect
+  models list        list the described MoE models
+  models show NAME   show one model
+
+Run 'perfsim <command> --help' for the flags of a command.
+Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error.
+)";
+
+}  // namespace
+
+int ReportStatus(const absl::Status& status, CliIo& io) {
+  if (status.ok()) return kExitOk;
+  io.err << "perfsim: " << status.message() << "\n";
+  switch (status.code()) {
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kDataLoss:
+      return kExitInternal;
+    default:
+      return kExitBadInput;
+  }
+}
+
+int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+               std::ostream& err) {
+  CliIo io{in, out, err};
+  if (args.empty()) {
+    err << kUsage;
+    return kExitBadInput;
+  }
+  const std::string& command = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    out << kUsage;
+    return kExitOk;
+  }
+  if (command == "hlo") return RunHloCommand(rest, io);
+  if (command == "hw") return RunHwCommand(rest, io);
+  if (command == "models") return RunModelsCommand(rest, io);
+  err << "perfsim: unknown command '" << command << "'\n\n" << kUsage;
+  return kExitBadInput;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,180 @@
+// Op-specific attributes of an Instruction, one plain struct for all opcodes.
+//
+// Each field is used by the opcodes its comment names; a field an opcode does not use stays
+// at its default and is not printed. Attributes perfsim does not model (metadata, sharding,
+// frontend_attributes, operand_precision, ...) are kept as text so the printer writes them back.
+//
+// Example: `dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}` sets
+// `dot_dimension_numbers = {.lhs_contracting_dimensions = {1}, .rhs_contracting_dimensions = {0}}`.
+#ifndef PERFSIM_SIM_IR_ATTRIBUTES_H_
+#define PERFSIM_SIM_IR_ATTRIBUTES_H_
+
+#include "absl/strings/string_view.h"
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/ir/literal.h"
+
+namespace perfsim {
+
+enum class ComparisonDirection { kEq, kNe, kGe, kGt, kLe, kLt };
+// "EQ", "NE", ...
+absl::string_view ComparisonDirectionName(ComparisonDirection direction);
+std::optional<ComparisonDirection> ParseComparisonDirection(absl::string_view text);
+
+enum class FusionKind { kLoop, kInput, kOutput, kCustom };
+// "kLoop", ...
+absl::string_view FusionKindName(FusionKind kind);
+std::optional<FusionKind> ParseFusionKind(absl::string_view text);
+
+// dot and ragged-dot. Output dimension order: batch, lhs free, rhs free.
+struct DotDimensionNumbers {
+  std::vector<int64_t> lhs_batch_dimensions;
+  std::vector<int64_t> rhs_batch_dimensions;
+  std::vector<int64_t> lhs_contracting_dimensions;
+  std::vector<int64_t> rhs_contracting_dimensions;
+  bool operator==(const DotDimensionNumbers&) const = default;
+};
+
+// ragged-dot: the three modes are told apart by where lhs_ragged_dimensions points —
+// a free lhs dimension (non-contracting, the MoE case: [M,K] x [G,K,N] -> [M,N] with
+// rhs_group_dimensions = {0}), a contracting one ([M,K] x [K,N] -> [G,M,N]) or a batch one.
+struct RaggedDotDimensionNumbers {
+  DotDimensionNumbers dot;
+  std::vector<int64_t> lhs_ragged_dimensions;
+  std::vector<int64_t> rhs_group_dimensions;
+  bool operator==(const RaggedDotDimensionNumbers&) const = default;
+};
+
+struct GatherDimensionNumbers {
+  std::vector<int64_t> offset_dims;
+  std::vector<int64_t> collapsed_slice_dims;
+  std::vector<int64_t> start_index_map;
+  std::vector<int64_t> operand_batching_dims;
+  std::vector<int64_t> start_indices_batching_dims;
+  int64_t index_vector_dim = 0;
+  bool operator==(const GatherDimensionNumbers&) const = default;
+};
+
+struct ScatterDimensionNumbers {
+  std::vector<int64_t> update_window_dims;
+  std::vector<int64_t> inserted_window_dims;
+  std::vector<int64_t> scatter_dims_to_operand_dims;
+  std::vector<int64_t> input_batching_dims;
+  std::vector<int64_t> scatter_indices_batching_dims;
+  int64_t index_vector_dim = 0;
+  bool operator==(const ScatterDimensionNumbers&) const = default;
+};
+
+// slice={[start:limit:stride], ...}
+struct SliceDimension {
+  int64_t start = 0;
+  int64_t limit = 0;
+  int64_t stride = 1;
+  bool operator==(const SliceDimension&) const = default;
+};
+
+// pad: padding=low_high_interior x ...
+struct PaddingDimension {
+  int64_t low = 0;
+  int64_t high = 0;
+  int64_t interior = 0;
+  bool operator==(const PaddingDimension&) const = default;
+};
+
+// reduce-window, select-and-scatter, convolution: window={size=.. stride=.. pad=.. ...}
+struct WindowDimension {
+  int64_t size = 1;
+  int64_t stride = 1;
+  int64_t padding_low = 0;
+  int64_t padding_high = 0;
+  int64_t window_dilation = 1;  // rhs_dilate
+  int64_t base_dilation = 1;    // lhs_dilate
+  bool window_reversal = false;
+  bool operator==(const WindowDimension&) const = default;
+};
+
+// replica_groups: explicit `{{0,1},{2,3}}`, empty `{}` (one group of all devices), or the iota
+// form `[G,S]<=[d0,d1]T(perm)`. `groups` always holds the expanded groups; `iota` remembers
+// the written form so the printer gives it back.
+struct ReplicaGroups {
+  struct Iota {
+    int64_t num_groups = 0;
+    int64_t group_size = 0;
+    std::vector<int64_t> reshape_dimensions;
+    std::vector<int64_t> transpose_permutation;  // empty when no T(...) was written
+    bool operator==(const Iota&) const = default;
+  };
+  std::vector<std::vector<int64_t>> groups;
+  std::optional<Iota> iota;
+  bool operator==(const ReplicaGroups&) const = default;
+};
+
+// Expands an iota replica-group list: iota(prod(reshape)) reshaped to `reshape_dimensions`,
+// transposed by `transpose_permutation`, then cut into num_groups rows of group_size.
+// Example: [2,4]<=[4,2]T(1,0) gives {{0,2,4,6},{1,3,5,7}}. The caller checks that
+// num_groups * group_size == prod(reshape_dimensions).
+std::vector<std::vector<int64_t>> ExpandIotaReplicaGroups(const ReplicaGroups::Iota& iota);
+
+struct InstructionAttributes {
+  // broadcast, transpose, reduce, reverse, concatenate, sort, all-gather, reduce-scatter,
+  // all-to-all (split dim), topk has none.
+  std::optional<std::vector<int64_t>> dimensions;
+
+  std::optional<DotDimensionNumbers> dot_dimension_numbers;               // dot
+  std::optional<RaggedDotDimensionNumbers> ragged_dot_dimension_numbers;  // ragged-dot
+  std::optional<GatherDimensionNumbers> gather_dimension_numbers;         // gather
+  std::vector<int64_t> gather_slice_sizes;                                // gather
+  std::optional<ScatterDimensionNumbers> scatter_dimension_numbers;       // scatter
+  std::optional<bool> indices_are_sorted;                                 // gather, scatter
+  std::optional<bool> unique_indices;                                     // scatter
+  std::optional<std::vector<int64_t>> dynamic_slice_sizes;                // dynamic-slice
+
+  std::optional<std::vector<SliceDimension>> slice;      // slice
+  std::optional<std::vector<PaddingDimension>> padding;  // pad
+  std::optional<std::vector<WindowDimension>> window;    // reduce-window, select-and-scatter, convolution
+  std::string dim_labels;                                // convolution, e.g. "b01f_01io->b01f"
+  int64_t feature_group_count = 1;                       // convolution
+  int64_t batch_group_count = 1;                         // convolution
+
+  std::optional<ComparisonDirection> comparison_direction;  // compare
+  std::string comparison_type;                              // compare: TOTALORDER, FLOAT, ...
+
+  std::optional<int64_t> tuple_index;       // get-tuple-element: index=
+  std::optional<int64_t> iota_dimension;    // iota
+  std::optional<int64_t> parameter_number;  // parameter(N)
+  std::optional<Literal> literal;           // constant
+  std::optional<int64_t> exponent_bits;     // reduce-precision
+  std::optional<int64_t> mantissa_bits;     // reduce-precision
+
+  bool is_stable = false;       // sort
+  std::optional<int64_t> k;     // topk
+  bool largest = true;          // topk
+
+  std::optional<ReplicaGroups> replica_groups;                                 // collectives
+  std::optional<std::vector<std::pair<int64_t, int64_t>>> source_target_pairs;  // collective-permute
+  std::optional<int64_t> channel_id;
+  bool use_global_device_ids = false;
+  bool constrain_layout = false;
+
+  std::string custom_call_target;         // custom-call
+  std::optional<FusionKind> fusion_kind;  // fusion
+
+  // Kept as written (including braces or quotes), e.g. `{"known_trip_count":{"n":"8"}}` or
+  // `"tm=512"`. Cost and fit read kernel tilings from here.
+  std::optional<std::string> backend_config;
+  // Kept as written, including the outer braces.
+  std::string metadata;
+  std::string sharding;
+  std::string frontend_attributes;
+  // Every other `key=value` attribute, value kept verbatim in text order. perfsim does not model
+  // these (operand_precision, algorithm, api_version, output_to_operand_aliasing, ...).
+  std::vector<std::pair<std::string, std::string>> other;
+};
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_IR_ATTRIBUTES_H_
