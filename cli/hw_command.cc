@@ -1,8 +1,143 @@
-// Placeholder; written by the owner of this file.
+// `perfsim hw list|show`: the described chips.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
+#include "fmt/format.h"
+#include "sim/hw/chip.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/util/proto_format.h"
+
 namespace perfsim {
-int RunHwCommand(const std::vector<std::string>& args, CliIo& io) {
-  io.err << "perfsim: hw is not built yet\n";
-  return kExitInternal;
+namespace {
+
+constexpr char kHwUsage[] = R"(usage: perfsim hw list [--format=table|json]
+       perfsim hw show NAME|FILE.textproto [--format=table|json]
+
+list: one row per built-in chip: kind, dense bf16 peak, HBM capacity and bandwidth, on-chip
+      scratch (VMEM per TensorCore on TPU, shared memory per SM on GPU) and the interconnect.
+show: every field of one chip with its unit, plus derived figures. NAME is a built-in chip
+      (see 'perfsim hw list'); an argument with '/' or ending in .textproto is read as a file,
+      '-' reads the textproto from standard input.
+      A file with problems exits 2 and lists each as 'file:line:col: ...'.
+--format=json prints machine-readable JSON (field names as in proto/hardware.proto).
+)";
+
+std::string KindWord(const Chip& chip) { return chip.is_tpu() ? "TPU" : "GPU"; }
+
+// "64 MiB VMEM" (TPU) or "228 KiB SMEM/SM" (GPU).
+std::string ScratchCell(const Chip& chip) {
+  return absl::StrCat(FormatQuantity("bytes", static_cast<double>(chip.ScratchPhysicalBytes())),
+                      chip.is_tpu() ? " VMEM" : " SMEM/SM");
 }
+
+int ListChips(const std::string& format, CliIo& io) {
+  std::vector<Chip> chips;
+  for (const std::string& name : BuiltinChipNames()) {
+    absl::StatusOr<Chip> chip = LoadBuiltinChip(name);
+    // A built-in file that does not load is a perfsim bug (the tests load every one).
+    if (!chip.ok()) return ReportStatus(absl::InternalError(chip.status().message()), io);
+    chips.push_back(*std::move(chip));
+  }
+  if (format == "json") {
+    io.out << "[";
+    for (size_t i = 0; i < chips.size(); ++i) {
+      const Chip& chip = chips[i];
+      io.out << (i == 0 ? "\n" : ",\n")
+             << fmt::format(
+                    "  {{\"name\": {}, \"display_name\": {}, \"kind\": {}, "
+                    "\"peak_bf16_flops_per_second\": {}, \"hbm_capacity_bytes\": {}, "
+                    "\"hbm_bytes_per_second\": {}, \"scratch_physical_bytes\": {}, "
+                    "\"scratch_limit_bytes\": {}, \"default_slice_shape\": {}, "
+                    "\"interconnect\": {}}}",
+                    JsonString(chip.name()), JsonString(chip.proto().display_name()),
+                    JsonString(KindWord(chip)),
+                    FormatDouble(chip.PeakMatmulFlopsPerSecond(MatmulDtype::kBf16)),
+                    chip.hbm_capacity_bytes(), FormatDouble(chip.hbm_bytes_per_second()),
+                    chip.ScratchPhysicalBytes(), chip.ScratchLimitBytes(),
+                    JsonString(chip.DefaultSliceShape()), JsonString(chip.InterconnectSummary()));
+    }
+    io.out << "\n]\n";
+    return kExitOk;
+  }
+  static constexpr char kRow[] = "{:<10} {:<4} {:>12} {:>8} {:>8} {:>16}  {}\n";
+  io.out << fmt::format(kRow, "name", "kind", "bf16 TFLOP/s", "HBM GiB", "HBM TB/s", "VMEM/SMEM",
+                        "interconnect (default slice)");
+  for (const Chip& chip : chips) {
+    io.out << fmt::format(
+        kRow, chip.name(), KindWord(chip),
+        fmt::format("{:.0f}", chip.PeakMatmulFlopsPerSecond(MatmulDtype::kBf16) / 1e12),
+        fmt::format("{:.0f}", chip.hbm_capacity_bytes() / (1024.0 * 1024 * 1024)),
+        fmt::format("{:.2f}", chip.hbm_bytes_per_second() / 1e12), ScratchCell(chip),
+        chip.InterconnectSummary());
+  }
+  return kExitOk;
+}
+
+// A built-in name, a .textproto path, or "-" for a textproto on standard input.
+absl::StatusOr<Chip> LoadChipArgument(const std::string& name_or_path, std::istream& in) {
+  if (name_or_path != "-") return ResolveChip(name_or_path);
+  absl::StatusOr<std::string> text = ReadInput("-", in);
+  if (!text.ok()) return text.status();
+  return Chip::FromText(*text, "<stdin>");
+}
+
+int ShowChip(const std::string& name_or_path, const std::string& format, CliIo& io) {
+  absl::StatusOr<Chip> loaded = LoadChipArgument(name_or_path, io.in);
+  if (!loaded.ok()) {
+    if (loaded.status().code() != absl::StatusCode::kInvalidArgument) {
+      return ReportStatus(loaded.status(), io);
+    }
+    // Put every problem on its own line, each starting with its file:line:col.
+    return ReportStatus(
+        absl::InvalidArgumentError(absl::StrCat("invalid hardware description '", name_or_path,
+                                                "':\n", loaded.status().message())),
+        io);
+  }
+  const Chip& chip = *loaded;
+  if (format == "json") {
+    io.out << ProtoToJson(chip.proto());
+    return kExitOk;
+  }
+  io.out << fmt::format("{}: {} ({})\n", chip.name(), chip.proto().display_name(), KindWord(chip));
+  for (const ProtoFieldLine& line : DescribeProtoFields(chip.proto(), /*include_unset=*/true)) {
+    if (line.path == "name" || line.path == "display_name" || line.path == "kind") continue;
+    io.out << fmt::format("  {:<62} {:>16}", line.path, line.value)
+           << (line.human.empty() ? "" : "  " + line.human) << "\n";
+  }
+  io.out << "derived:\n";
+  io.out << fmt::format("  {:<62} {:>16}  FLOP/B (bf16 peak / HBM bandwidth)\n", "ridge_bf16",
+                        fmt::format("{:.0f}", chip.RidgeBf16FlopsPerByte()));
+  io.out << fmt::format("  {:<62} {:>16}  chips\n", "default_slice",
+                        absl::StrCat(chip.DefaultSliceShape(), " = ", chip.DefaultSliceChips()));
+  io.out << fmt::format(
+      "  {:<62} {:>16}  {}\n", "scratch_limit_bytes", chip.ScratchLimitBytes(),
+      chip.is_tpu() ? "default scoped VMEM per TensorCore" : "shared memory per thread block");
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunHwCommand(const std::vector<std::string>& args, CliIo& io) {
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(args, {{"format", true}});
+  if (!flags.ok()) return ReportStatus(flags.status(), io);
+  if (flags->Has("help")) {
+    io.out << kHwUsage;
+    return kExitOk;
+  }
+  const std::string format = flags->Get("format", "table");
+  if (format != "table" && format != "json") {
+    return ReportStatus(absl::InvalidArgumentError(
+                            absl::StrCat("--format: expected table or json; got '", format, "'")),
+                        io);
+  }
+  const std::vector<std::string>& positional = flags->positional();
+  if (positional.size() == 1 && positional[0] == "list") return ListChips(format, io);
+  if (positional.size() == 2 && positional[0] == "show") return ShowChip(positional[1], format, io);
+  io.err << kHwUsage;
+  return kExitBadInput;
+}
+
 }  // namespace perfsim

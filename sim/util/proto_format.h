@@ -1,0 +1,56 @@
+// Printing config protos for people and for machines.
+//
+// Field names carry their unit (STYLE rule 2), so a generic printer can say what a number means:
+//
+//   FormatQuantity("hbm_bytes_per_second", 2.765e12)        -> "2.77 TB/s"
+//   FormatQuantity("vmem_bytes_per_core", 67108864)         -> "64 MiB"
+//   FormatQuantity("peak_bf16_flops_per_second", 4.59e14)   -> "459 TFLOP/s"
+//   FormatQuantity("latency_seconds", 1e-6)                 -> "1 us"
+//   FormatQuantity("size_chips", 4)                         -> ""   (a plain count)
+//
+//   DescribeProtoFields(spec) -> {{"memory.hbm_bytes_per_second", "2.765e+12", "2.77 TB/s"}, ...}
+//   ProtoToJson(spec)         -> {"name": "tpu_v5p", "memory": {"hbm_bytes_per_second": 2.765e+12
+//   ...
+//
+// Unlike protobuf's JSON printer, ProtoToJson keeps 64-bit integers as JSON numbers and the
+// .proto field names, which is what scripts reading `--format=json` want.
+#ifndef PERFSIM_SIM_UTIL_PROTO_FORMAT_H_
+#define PERFSIM_SIM_UTIL_PROTO_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+
+namespace perfsim {
+
+// A human-readable rendering of `value` in the unit its field name ends with; "" when the name
+// carries no unit this function knows (counts, elements, chips) or the value is 0.
+std::string FormatQuantity(absl::string_view field_name, double value);
+
+// Shortest decimal text that reads back as exactly `value` ("0.1", "4.59e+14", "1").
+std::string FormatDouble(double value);
+
+// Quotes and escapes `text` as a JSON string literal.
+std::string JsonString(absl::string_view text);
+
+struct ProtoFieldLine {
+  std::string path;   // "interconnect.dimensions[0].size_chips"
+  std::string value;  // "4", "2.765e+12", "CHIP_KIND_TPU", "\"tpu_v5p\""
+  std::string human;  // FormatQuantity of the value, or ""
+};
+
+// One line per scalar field set in `message`, recursing into sub-messages, in field order.
+// With `include_unset`, every field of the schema is listed, unset ones with their default
+// (0, false, ""), so that "0 = not available" entries show up too.
+std::vector<ProtoFieldLine> DescribeProtoFields(const google::protobuf::Message& message,
+                                                bool include_unset = false);
+
+// The message as pretty-printed JSON (2-space indent). Every field of the schema is present,
+// unset scalars with their default; enums as names; non-finite doubles as null.
+std::string ProtoToJson(const google::protobuf::Message& message);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_UTIL_PROTO_FORMAT_H_
