@@ -1,6 +1,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "sim/ir/hlo_parser.h"
@@ -28,7 +29,9 @@ absl::StatusOr<std::unique_ptr<Module>> LoadVerifiedModule(const std::string& pa
   absl::Status verified = VerifyModule(*module);
   if (!verified.ok()) {
     // Verifier messages start with "line:col: " when the instruction came from text.
-    return absl::Status(verified.code(), display_name + ":" + std::string(verified.message()));
+    const std::string message(verified.message());
+    const bool has_location = !message.empty() && absl::ascii_isdigit(message[0]);
+    return absl::Status(verified.code(), display_name + (has_location ? ":" : ": ") + message);
   }
   return module;
 }

@@ -1,1 +1,763 @@
-// Placeholder; written by the owner of this file.
+// `key=value` attributes of HLO instructions: dimension numbers, windows, slices, padding,
+// replica groups, called computations, and everything else kept verbatim.
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "sim/ir/hlo_parser_internal.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+enum class Key {
+  kDimensions,
+  kLhsBatchDims,
+  kRhsBatchDims,
+  kLhsContractingDims,
+  kRhsContractingDims,
+  kLhsRaggedDims,
+  kRhsGroupDims,
+  kOffsetDims,
+  kCollapsedSliceDims,
+  kStartIndexMap,
+  kOperandBatchingDims,
+  kStartIndicesBatchingDims,
+  kIndexVectorDim,
+  kSliceSizes,
+  kUpdateWindowDims,
+  kInsertedWindowDims,
+  kScatterDimsToOperandDims,
+  kInputBatchingDims,
+  kScatterIndicesBatchingDims,
+  kIndicesAreSorted,
+  kUniqueIndices,
+  kDynamicSliceSizes,
+  kSlice,
+  kPadding,
+  kWindow,
+  kDimLabels,
+  kFeatureGroupCount,
+  kBatchGroupCount,
+  kDirection,
+  kType,
+  kIndex,
+  kIotaDimension,
+  kExponentBits,
+  kMantissaBits,
+  kIsStable,
+  kK,
+  kLargest,
+  kReplicaGroups,
+  kSourceTargetPairs,
+  kChannelId,
+  kUseGlobalDeviceIds,
+  kConstrainLayout,
+  kCustomCallTarget,
+  kKind,
+  kBackendConfig,
+  kMetadata,
+  kSharding,
+  kFrontendAttributes,
+  kToApply,
+  kCalls,
+  kCalledComputations,
+  kCondition,
+  kBody,
+  kSelect,
+  kScatter,
+  kBranchComputations,
+  kTrueComputation,
+  kFalseComputation,
+  kControlPredecessors,
+};
+
+const absl::flat_hash_map<absl::string_view, Key>& KeyTable() {
+  static const auto* const kTable = new absl::flat_hash_map<absl::string_view, Key>({
+      {"dimensions", Key::kDimensions},
+      {"lhs_batch_dims", Key::kLhsBatchDims},
+      {"rhs_batch_dims", Key::kRhsBatchDims},
+      {"lhs_contracting_dims", Key::kLhsContractingDims},
+      {"rhs_contracting_dims", Key::kRhsContractingDims},
+      {"lhs_ragged_dims", Key::kLhsRaggedDims},
+      {"rhs_group_dims", Key::kRhsGroupDims},
+      {"offset_dims", Key::kOffsetDims},
+      {"collapsed_slice_dims", Key::kCollapsedSliceDims},
+      {"start_index_map", Key::kStartIndexMap},
+      {"operand_batching_dims", Key::kOperandBatchingDims},
+      {"start_indices_batching_dims", Key::kStartIndicesBatchingDims},
+      {"index_vector_dim", Key::kIndexVectorDim},
+      {"slice_sizes", Key::kSliceSizes},
+      {"update_window_dims", Key::kUpdateWindowDims},
+      {"inserted_window_dims", Key::kInsertedWindowDims},
+      {"scatter_dims_to_operand_dims", Key::kScatterDimsToOperandDims},
+      {"input_batching_dims", Key::kInputBatchingDims},
+      {"scatter_indices_batching_dims", Key::kScatterIndicesBatchingDims},
+      {"indices_are_sorted", Key::kIndicesAreSorted},
+      {"unique_indices", Key::kUniqueIndices},
+      {"dynamic_slice_sizes", Key::kDynamicSliceSizes},
+      {"slice", Key::kSlice},
+      {"padding", Key::kPadding},
+      {"window", Key::kWindow},
+      {"dim_labels", Key::kDimLabels},
+      {"feature_group_count", Key::kFeatureGroupCount},
+      {"batch_group_count", Key::kBatchGroupCount},
+      {"direction", Key::kDirection},
+      {"type", Key::kType},
+      {"index", Key::kIndex},
+      {"iota_dimension", Key::kIotaDimension},
+      {"exponent_bits", Key::kExponentBits},
+      {"mantissa_bits", Key::kMantissaBits},
+      {"is_stable", Key::kIsStable},
+      {"k", Key::kK},
+      {"largest", Key::kLargest},
+      {"replica_groups", Key::kReplicaGroups},
+      {"source_target_pairs", Key::kSourceTargetPairs},
+      {"channel_id", Key::kChannelId},
+      {"use_global_device_ids", Key::kUseGlobalDeviceIds},
+      {"constrain_layout", Key::kConstrainLayout},
+      {"custom_call_target", Key::kCustomCallTarget},
+      {"kind", Key::kKind},
+      {"backend_config", Key::kBackendConfig},
+      {"metadata", Key::kMetadata},
+      {"sharding", Key::kSharding},
+      {"frontend_attributes", Key::kFrontendAttributes},
+      {"to_apply", Key::kToApply},
+      {"calls", Key::kCalls},
+      {"called_computations", Key::kCalledComputations},
+      {"condition", Key::kCondition},
+      {"body", Key::kBody},
+      {"select", Key::kSelect},
+      {"scatter", Key::kScatter},
+      {"branch_computations", Key::kBranchComputations},
+      {"true_computation", Key::kTrueComputation},
+      {"false_computation", Key::kFalseComputation},
+      {"control-predecessors", Key::kControlPredecessors},
+  });
+  return *kTable;
+}
+
+// dot and ragged-dot share the four dimension lists.
+DotDimensionNumbers* DotNumbers(Instruction* instruction) {
+  InstructionAttributes* a = instruction->mutable_attributes();
+  if (instruction->opcode() == Opcode::kRaggedDot) {
+    if (!a->ragged_dot_dimension_numbers.has_value()) a->ragged_dot_dimension_numbers.emplace();
+    return &a->ragged_dot_dimension_numbers->dot;
+  }
+  if (!a->dot_dimension_numbers.has_value()) a->dot_dimension_numbers.emplace();
+  return &*a->dot_dimension_numbers;
+}
+
+RaggedDotDimensionNumbers* RaggedNumbers(InstructionAttributes* a) {
+  if (!a->ragged_dot_dimension_numbers.has_value()) a->ragged_dot_dimension_numbers.emplace();
+  return &*a->ragged_dot_dimension_numbers;
+}
+
+GatherDimensionNumbers* GatherNumbers(InstructionAttributes* a) {
+  if (!a->gather_dimension_numbers.has_value()) a->gather_dimension_numbers.emplace();
+  return &*a->gather_dimension_numbers;
+}
+
+ScatterDimensionNumbers* ScatterNumbers(InstructionAttributes* a) {
+  if (!a->scatter_dimension_numbers.has_value()) a->scatter_dimension_numbers.emplace();
+  return &*a->scatter_dimension_numbers;
+}
+
+// Splits a kDimList/kNumber text such as "0_0x1_1_2" into per-dimension integer groups.
+bool SplitDimList(absl::string_view text, std::vector<std::vector<int64_t>>* out) {
+  for (absl::string_view dimension : absl::StrSplit(text, 'x')) {
+    std::vector<int64_t> parts;
+    for (absl::string_view part : absl::StrSplit(dimension, '_')) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(part, &value)) return false;
+      parts.push_back(value);
+    }
+    out->push_back(std::move(parts));
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status HloParser::ParseAttribute(AttributeTarget& target) {
+  if (!AtName()) return Expected("an attribute name");
+  const Token key_token = tok_;
+  std::string key(tok_.text);
+  for (const std::string& seen : target.seen_keys) {
+    if (seen == key) {
+      return ErrorAt(LocationOf(key_token),
+                     absl::StrCat("expected attribute '", key, "' at most once; got it again"));
+    }
+  }
+  target.seen_keys.push_back(key);
+  Advance();
+  const auto& table = KeyTable();
+  const auto it = table.find(key);
+  // Keys whose meaning depends on the opcode are modelled only where they mean something, so
+  // that no key is ever printed twice (e.g. index_vector_dim from both gather and scatter
+  // numbers). Elsewhere they are kept verbatim like any unknown attribute.
+  const Opcode opcode = target.instruction->opcode();
+  const bool opcode_specific_elsewhere =
+      it != table.end() &&
+      ((it->second == Key::kIndexVectorDim && opcode != Opcode::kGather &&
+        opcode != Opcode::kScatter) ||
+       ((it->second == Key::kLhsRaggedDims || it->second == Key::kRhsGroupDims) &&
+        opcode != Opcode::kRaggedDot));
+  if (it == table.end() || opcode_specific_elsewhere) {
+    // An attribute perfsim does not model: kept verbatim for the printer.
+    PERFSIM_ASSIGN_OR_RETURN(std::string value, ParseRawValue());
+    target.instruction->mutable_attributes()->other.emplace_back(std::move(key), std::move(value));
+    return absl::OkStatus();
+  }
+  if (it->second == Key::kBackendConfig || it->second == Key::kMetadata ||
+      it->second == Key::kSharding || it->second == Key::kFrontendAttributes ||
+      it->second == Key::kDimLabels) {
+    PERFSIM_ASSIGN_OR_RETURN(std::string value, ParseRawValue());
+    InstructionAttributes* a = target.instruction->mutable_attributes();
+    if (it->second == Key::kBackendConfig) {
+      a->backend_config = std::move(value);
+    } else if (it->second == Key::kMetadata) {
+      a->metadata = std::move(value);
+    } else if (it->second == Key::kSharding) {
+      a->sharding = std::move(value);
+    } else if (it->second == Key::kFrontendAttributes) {
+      a->frontend_attributes = std::move(value);
+    } else {
+      a->dim_labels = std::move(value);
+    }
+    return absl::OkStatus();
+  }
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kEqual, absl::StrCat("'=' after '", key, "'")));
+  Instruction* instruction = target.instruction;
+  InstructionAttributes* a = instruction->mutable_attributes();
+  const std::string list_name = absl::StrCat("'", key, "'");
+  switch (it->second) {
+    case Key::kDimensions: {
+      PERFSIM_ASSIGN_OR_RETURN(a->dimensions, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kLhsBatchDims: {
+      PERFSIM_ASSIGN_OR_RETURN(DotNumbers(instruction)->lhs_batch_dimensions,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kRhsBatchDims: {
+      PERFSIM_ASSIGN_OR_RETURN(DotNumbers(instruction)->rhs_batch_dimensions,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kLhsContractingDims: {
+      PERFSIM_ASSIGN_OR_RETURN(DotNumbers(instruction)->lhs_contracting_dimensions,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kRhsContractingDims: {
+      PERFSIM_ASSIGN_OR_RETURN(DotNumbers(instruction)->rhs_contracting_dimensions,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kLhsRaggedDims: {
+      PERFSIM_ASSIGN_OR_RETURN(RaggedNumbers(a)->lhs_ragged_dimensions, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kRhsGroupDims: {
+      PERFSIM_ASSIGN_OR_RETURN(RaggedNumbers(a)->rhs_group_dimensions, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kOffsetDims: {
+      PERFSIM_ASSIGN_OR_RETURN(GatherNumbers(a)->offset_dims, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kCollapsedSliceDims: {
+      PERFSIM_ASSIGN_OR_RETURN(GatherNumbers(a)->collapsed_slice_dims, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kStartIndexMap: {
+      PERFSIM_ASSIGN_OR_RETURN(GatherNumbers(a)->start_index_map, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kOperandBatchingDims: {
+      PERFSIM_ASSIGN_OR_RETURN(GatherNumbers(a)->operand_batching_dims, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kStartIndicesBatchingDims: {
+      PERFSIM_ASSIGN_OR_RETURN(GatherNumbers(a)->start_indices_batching_dims,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kIndexVectorDim: {
+      PERFSIM_ASSIGN_OR_RETURN(int64_t value, ParseInt64("an integer"));
+      if (instruction->opcode() == Opcode::kScatter) {
+        ScatterNumbers(a)->index_vector_dim = value;
+      } else {  // gather; other opcodes keep it verbatim above
+        GatherNumbers(a)->index_vector_dim = value;
+      }
+      return absl::OkStatus();
+    }
+    case Key::kSliceSizes: {
+      PERFSIM_ASSIGN_OR_RETURN(a->gather_slice_sizes, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kUpdateWindowDims: {
+      PERFSIM_ASSIGN_OR_RETURN(ScatterNumbers(a)->update_window_dims, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kInsertedWindowDims: {
+      PERFSIM_ASSIGN_OR_RETURN(ScatterNumbers(a)->inserted_window_dims, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kScatterDimsToOperandDims: {
+      PERFSIM_ASSIGN_OR_RETURN(ScatterNumbers(a)->scatter_dims_to_operand_dims,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kInputBatchingDims: {
+      PERFSIM_ASSIGN_OR_RETURN(ScatterNumbers(a)->input_batching_dims, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kScatterIndicesBatchingDims: {
+      PERFSIM_ASSIGN_OR_RETURN(ScatterNumbers(a)->scatter_indices_batching_dims,
+                               ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kIndicesAreSorted: {
+      PERFSIM_ASSIGN_OR_RETURN(a->indices_are_sorted, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kUniqueIndices: {
+      PERFSIM_ASSIGN_OR_RETURN(a->unique_indices, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kDynamicSliceSizes: {
+      PERFSIM_ASSIGN_OR_RETURN(a->dynamic_slice_sizes, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kSlice:
+      return ParseSlice(a);
+    case Key::kPadding:
+      return ParsePadding(a);
+    case Key::kWindow:
+      return ParseWindow(a);
+    case Key::kFeatureGroupCount: {
+      PERFSIM_ASSIGN_OR_RETURN(a->feature_group_count, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kBatchGroupCount: {
+      PERFSIM_ASSIGN_OR_RETURN(a->batch_group_count, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kDirection: {
+      const std::optional<ComparisonDirection> direction =
+          At(TokenKind::kIdentifier) ? ParseComparisonDirection(tok_.text) : std::nullopt;
+      if (!direction.has_value())
+        return Expected("a comparison direction (EQ, NE, GE, GT, LE, LT)");
+      a->comparison_direction = direction;
+      Advance();
+      return absl::OkStatus();
+    }
+    case Key::kType: {
+      PERFSIM_ASSIGN_OR_RETURN(a->comparison_type, ParseNameToken("a comparison type"));
+      return absl::OkStatus();
+    }
+    case Key::kIndex: {
+      PERFSIM_ASSIGN_OR_RETURN(a->tuple_index, ParseInt64("a tuple index"));
+      return absl::OkStatus();
+    }
+    case Key::kIotaDimension: {
+      PERFSIM_ASSIGN_OR_RETURN(a->iota_dimension, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kExponentBits: {
+      PERFSIM_ASSIGN_OR_RETURN(a->exponent_bits, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kMantissaBits: {
+      PERFSIM_ASSIGN_OR_RETURN(a->mantissa_bits, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kIsStable: {
+      PERFSIM_ASSIGN_OR_RETURN(a->is_stable, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kK: {
+      PERFSIM_ASSIGN_OR_RETURN(a->k, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kLargest: {
+      PERFSIM_ASSIGN_OR_RETURN(a->largest, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kReplicaGroups:
+      return ParseReplicaGroups(a);
+    case Key::kSourceTargetPairs:
+      return ParseSourceTargetPairs(a);
+    case Key::kChannelId: {
+      PERFSIM_ASSIGN_OR_RETURN(a->channel_id, ParseInt64("a channel id"));
+      return absl::OkStatus();
+    }
+    case Key::kUseGlobalDeviceIds: {
+      PERFSIM_ASSIGN_OR_RETURN(a->use_global_device_ids, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kConstrainLayout: {
+      PERFSIM_ASSIGN_OR_RETURN(a->constrain_layout, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kCustomCallTarget: {
+      if (!At(TokenKind::kString)) return Expected("a quoted custom-call target");
+      a->custom_call_target = UnescapeString(tok_.text);
+      Advance();
+      return absl::OkStatus();
+    }
+    case Key::kKind: {
+      const std::optional<FusionKind> kind =
+          At(TokenKind::kIdentifier) ? ParseFusionKind(tok_.text) : std::nullopt;
+      if (!kind.has_value()) return Expected("a fusion kind (kLoop, kInput, kOutput, kCustom)");
+      a->fusion_kind = kind;
+      Advance();
+      return absl::OkStatus();
+    }
+    case Key::kToApply:
+      return ParseComputationRefs(target, CallRole::kToApply, false);
+    case Key::kCalls:
+      return ParseComputationRefs(target, CallRole::kCalls, false);
+    case Key::kCalledComputations:
+      return ParseComputationRefs(target, CallRole::kCalls, true);
+    case Key::kCondition:
+      return ParseComputationRefs(target, CallRole::kCondition, false);
+    case Key::kBody:
+      return ParseComputationRefs(target, CallRole::kBody, false);
+    case Key::kSelect:
+      return ParseComputationRefs(target, CallRole::kSelect, false);
+    case Key::kScatter:
+      return ParseComputationRefs(target, CallRole::kScatter, false);
+    case Key::kBranchComputations:
+      return ParseComputationRefs(target, CallRole::kBranches, true);
+    case Key::kTrueComputation:
+      return ParseComputationRefs(target, CallRole::kTrueComputation, false);
+    case Key::kFalseComputation:
+      return ParseComputationRefs(target, CallRole::kFalseComputation, false);
+    case Key::kControlPredecessors:
+      return ParseControlPredecessors(target);
+    case Key::kBackendConfig:
+    case Key::kMetadata:
+    case Key::kSharding:
+    case Key::kFrontendAttributes:
+    case Key::kDimLabels:
+      break;  // handled above, before the '='
+  }
+  return absl::OkStatus();
+}
+
+// --- called computations ---
+
+bool HloParser::InlineComputationFollows() {
+  // `{ ROOT ...` or `{ name = ...` starts an inline computation; `{a, b}` is a list of names.
+  if (!At(TokenKind::kLbrace)) return false;
+  const HloLexer::State saved = lexer_.state();
+  const Token first = lexer_.Next();
+  const Token second = lexer_.Next();
+  lexer_.set_state(saved);
+  if (first.kind == TokenKind::kIdentifier && first.text == "ROOT") return true;
+  return (first.kind == TokenKind::kIdentifier || first.kind == TokenKind::kName) &&
+         second.kind == TokenKind::kEqual;
+}
+
+absl::StatusOr<HloParser::ComputationRef> HloParser::ParseComputationRef(
+    AttributeTarget& target, absl::string_view role_name) {
+  ComputationRef ref;
+  ref.location = LocationOf(tok_);
+  if (InlineComputationFollows()) {
+    auto computation = std::make_unique<Computation>("");
+    computation->set_location(ref.location);
+    PERFSIM_ASSIGN_OR_RETURN(
+        ref.computation,
+        ParseInstructionList(std::move(computation), true,
+                             absl::StrCat(target.instruction->name(), ".", role_name)));
+    return ref;
+  }
+  PERFSIM_ASSIGN_OR_RETURN(ref.name, ParseNameToken("a computation name"));
+  return ref;
+}
+
+absl::Status HloParser::ParseComputationRefs(AttributeTarget& target, CallRole role, bool list) {
+  absl::string_view role_name = "calls";
+  switch (role) {
+    case CallRole::kToApply:
+      role_name = "to_apply";
+      break;
+    case CallRole::kCalls:
+      role_name = "calls";
+      break;
+    case CallRole::kCondition:
+      role_name = "condition";
+      break;
+    case CallRole::kBody:
+      role_name = "body";
+      break;
+    case CallRole::kSelect:
+      role_name = "select";
+      break;
+    case CallRole::kScatter:
+      role_name = "scatter";
+      break;
+    case CallRole::kBranches:
+      role_name = "branch";
+      break;
+    case CallRole::kTrueComputation:
+      role_name = "true_computation";
+      break;
+    case CallRole::kFalseComputation:
+      role_name = "false_computation";
+      break;
+  }
+  PendingCalls pending{target.instruction, role, {}};
+  // `calls={a, b}` is a list too; `calls={ x = ... }` an inline computation.
+  if (list || (role == CallRole::kCalls && At(TokenKind::kLbrace) && !InlineComputationFollows())) {
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start a list of computations"));
+    while (!At(TokenKind::kRbrace)) {
+      PERFSIM_ASSIGN_OR_RETURN(ComputationRef ref, ParseComputationRef(target, role_name));
+      pending.refs.push_back(std::move(ref));
+      if (!At(TokenKind::kComma)) break;
+      Advance();
+    }
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRbrace, "',' or '}' in a list of computations"));
+  } else {
+    PERFSIM_ASSIGN_OR_RETURN(ComputationRef ref, ParseComputationRef(target, role_name));
+    pending.refs.push_back(std::move(ref));
+  }
+  if (pending.refs.empty()) return absl::OkStatus();
+  pending_calls_.push_back(std::move(pending));
+  return absl::OkStatus();
+}
+
+absl::Status HloParser::ParseControlPredecessors(AttributeTarget& target) {
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start control-predecessors"));
+  while (!At(TokenKind::kRbrace)) {
+    if (!AtName()) return Expected("an instruction name");
+    target.scope->pending.push_back({target.outer, -1, std::string(tok_.text), LocationOf(tok_)});
+    Advance();
+    if (!At(TokenKind::kComma)) break;
+    Advance();
+  }
+  return Expect(TokenKind::kRbrace, "',' or '}' in control-predecessors");
+}
+
+// --- structured values ---
+
+absl::Status HloParser::ParseSlice(InstructionAttributes* attributes) {
+  // slice={[0:8000], [2:10:2]}
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start a slice"));
+  std::vector<SliceDimension> slice;
+  while (!At(TokenKind::kRbrace)) {
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLsquare, "'[' to start a slice dimension"));
+    SliceDimension dimension;
+    PERFSIM_ASSIGN_OR_RETURN(dimension.start, ParseInt64("a slice start"));
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kColon, "':' in a slice dimension"));
+    PERFSIM_ASSIGN_OR_RETURN(dimension.limit, ParseInt64("a slice limit"));
+    if (At(TokenKind::kColon)) {
+      Advance();
+      PERFSIM_ASSIGN_OR_RETURN(dimension.stride, ParseInt64("a slice stride"));
+    }
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRsquare, "':' or ']' in a slice dimension"));
+    slice.push_back(dimension);
+    if (!At(TokenKind::kComma)) break;
+    Advance();
+  }
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRbrace, "',' or '}' in a slice"));
+  attributes->slice = std::move(slice);
+  return absl::OkStatus();
+}
+
+absl::Status HloParser::ParsePadding(InstructionAttributes* attributes) {
+  // padding=0_0x1_1_2: per dimension low_high[_interior], dimensions joined by 'x'.
+  std::vector<std::vector<int64_t>> groups;
+  if (!(At(TokenKind::kDimList) || At(TokenKind::kNumber)) || !SplitDimList(tok_.text, &groups)) {
+    return Expected("padding such as 0_0x1_1_0");
+  }
+  std::vector<PaddingDimension> padding;
+  for (const std::vector<int64_t>& group : groups) {
+    if (group.size() != 2 && group.size() != 3) {
+      return Expected("padding low_high or low_high_interior per dimension");
+    }
+    padding.push_back({group[0], group[1], group.size() == 3 ? group[2] : 0});
+  }
+  Advance();
+  attributes->padding = std::move(padding);
+  return absl::OkStatus();
+}
+
+absl::Status HloParser::ParseWindow(InstructionAttributes* attributes) {
+  // window={size=1x1x3 stride=1x1x2 pad=0_0x0_0x1_1 lhs_dilate=... rhs_dilate=...
+  // rhs_reversal=0x0x1}
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start a window"));
+  std::vector<WindowDimension> window;
+  struct Field {
+    std::string key;
+    std::vector<std::vector<int64_t>> groups;
+    SourceLocation location;
+  };
+  std::vector<Field> fields;
+  while (!At(TokenKind::kRbrace)) {
+    if (!At(TokenKind::kIdentifier))
+      return Expected("a window field (size, stride, pad, ...) or '}'");
+    Field field{std::string(tok_.text), {}, LocationOf(tok_)};
+    if (field.key != "size" && field.key != "stride" && field.key != "pad" &&
+        field.key != "lhs_dilate" && field.key != "rhs_dilate" && field.key != "rhs_reversal") {
+      return Expected("a window field (size, stride, pad, lhs_dilate, rhs_dilate, rhs_reversal)");
+    }
+    Advance();
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "'='"));
+    if (!(At(TokenKind::kDimList) || At(TokenKind::kNumber)) ||
+        !SplitDimList(tok_.text, &field.groups)) {
+      return Expected("window sizes such as 3x3 or pads such as 0_0x1_1");
+    }
+    Advance();
+    fields.push_back(std::move(field));
+  }
+  Advance();  // }
+  const Field* size = nullptr;
+  for (const Field& field : fields) {
+    if (field.key == "size") size = &field;
+  }
+  if (size == nullptr) {
+    if (!fields.empty())
+      return ErrorAt(fields.front().location, "expected size= in the window; got none");
+    attributes->window = std::move(window);
+    return absl::OkStatus();
+  }
+  window.resize(size->groups.size());
+  for (const Field& field : fields) {
+    if (field.groups.size() != window.size()) {
+      return ErrorAt(field.location,
+                     absl::StrCat("expected ", window.size(), " dimensions in window ", field.key,
+                                  "; got ", field.groups.size()));
+    }
+    const size_t parts = field.key == "pad" ? 2 : 1;
+    for (size_t i = 0; i < window.size(); ++i) {
+      const std::vector<int64_t>& g = field.groups[i];
+      if (g.size() != parts) {
+        return ErrorAt(
+            field.location,
+            absl::StrCat("expected ", parts == 2 ? "low_high" : "one integer",
+                         " per dimension in window ", field.key, "; got ", absl::StrJoin(g, "_")));
+      }
+      WindowDimension& d = window[i];
+      if (field.key == "size") d.size = g[0];
+      if (field.key == "stride") d.stride = g[0];
+      if (field.key == "pad") {
+        d.padding_low = g[0];
+        d.padding_high = g[1];
+      }
+      if (field.key == "lhs_dilate") d.base_dilation = g[0];
+      if (field.key == "rhs_dilate") d.window_dilation = g[0];
+      if (field.key == "rhs_reversal") d.window_reversal = g[0] != 0;
+    }
+  }
+  attributes->window = std::move(window);
+  return absl::OkStatus();
+}
+
+absl::Status HloParser::ParseReplicaGroups(InstructionAttributes* attributes) {
+  ReplicaGroups groups;
+  if (At(TokenKind::kLbrace)) {
+    // Explicit: {{0,1},{2,3}}; {} means one group of every device.
+    Advance();
+    while (!At(TokenKind::kRbrace)) {
+      PERFSIM_ASSIGN_OR_RETURN(std::vector<int64_t> group, ParseIntList("a replica group"));
+      groups.groups.push_back(std::move(group));
+      if (!At(TokenKind::kComma)) break;
+      Advance();
+    }
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRbrace, "',' or '}' in replica_groups"));
+    attributes->replica_groups = std::move(groups);
+    return absl::OkStatus();
+  }
+  // Iota: [G,S]<=[d0,d1,...] or [G,S]<=[d0,d1]T(perm).
+  const SourceLocation location = LocationOf(tok_);
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLsquare, "'{' or '[' to start replica_groups"));
+  ReplicaGroups::Iota iota;
+  PERFSIM_ASSIGN_OR_RETURN(iota.num_groups, ParseInt64("the number of replica groups"));
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kComma, "',' between group count and group size"));
+  PERFSIM_ASSIGN_OR_RETURN(iota.group_size, ParseInt64("the replica group size"));
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRsquare, "']' after the group size"));
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLeq, "'<=' in iota replica groups"));
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLsquare, "'[' to start the iota reshape dimensions"));
+  while (true) {
+    PERFSIM_ASSIGN_OR_RETURN(int64_t d, ParseInt64("an iota reshape dimension"));
+    iota.reshape_dimensions.push_back(d);
+    if (!At(TokenKind::kComma)) break;
+    Advance();
+  }
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRsquare, "',' or ']' in the iota reshape dimensions"));
+  if (AtKeyword("T")) {
+    Advance();
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLparen, "'(' after T"));
+    while (true) {
+      PERFSIM_ASSIGN_OR_RETURN(int64_t p, ParseInt64("a transpose dimension"));
+      iota.transpose_permutation.push_back(p);
+      if (!At(TokenKind::kComma)) break;
+      Advance();
+    }
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRparen, "',' or ')' in the transpose"));
+  }
+  // Checked before expanding so that no number in the text can make us allocate much.
+  int64_t devices = 1;
+  for (int64_t d : iota.reshape_dimensions) {
+    if (d <= 0 || devices > kMaxReplicaGroupDevices / d) {
+      return ErrorAt(location, absl::StrCat("expected iota reshape dimensions that are positive "
+                                            "with a product of at most ",
+                                            kMaxReplicaGroupDevices, "; got [",
+                                            absl::StrJoin(iota.reshape_dimensions, ","), "]"));
+    }
+    devices *= d;
+  }
+  if (iota.num_groups <= 0 || iota.group_size <= 0 || iota.num_groups > devices / iota.group_size ||
+      iota.num_groups * iota.group_size != devices) {
+    return ErrorAt(location, absl::StrCat("expected groups x size to equal the ", devices,
+                                          " devices of the iota; got [", iota.num_groups, ",",
+                                          iota.group_size, "]"));
+  }
+  if (!iota.transpose_permutation.empty()) {
+    std::vector<int64_t> sorted = iota.transpose_permutation;
+    std::sort(sorted.begin(), sorted.end());
+    bool ok = sorted.size() == iota.reshape_dimensions.size();
+    for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
+    if (!ok) {
+      return ErrorAt(location, absl::StrCat("expected a permutation of 0..",
+                                            iota.reshape_dimensions.size() - 1, "; got T(",
+                                            absl::StrJoin(iota.transpose_permutation, ","), ")"));
+    }
+  }
+  groups.groups = ExpandIotaReplicaGroups(iota);
+  groups.iota = std::move(iota);
+  attributes->replica_groups = std::move(groups);
+  return absl::OkStatus();
+}
+
+absl::Status HloParser::ParseSourceTargetPairs(InstructionAttributes* attributes) {
+  // source_target_pairs={{0,1},{1,2}}
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start source_target_pairs"));
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  while (!At(TokenKind::kRbrace)) {
+    const SourceLocation location = LocationOf(tok_);
+    PERFSIM_ASSIGN_OR_RETURN(std::vector<int64_t> pair, ParseIntList("a source-target pair"));
+    if (pair.size() != 2) {
+      return ErrorAt(
+          location, absl::StrCat("expected a {source,target} pair; got ", pair.size(), " numbers"));
+    }
+    pairs.emplace_back(pair[0], pair[1]);
+    if (!At(TokenKind::kComma)) break;
+    Advance();
+  }
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRbrace, "',' or '}' in source_target_pairs"));
+  attributes->source_target_pairs = std::move(pairs);
+  return absl::OkStatus();
+}
+
+}  // namespace perfsim

@@ -1,6 +1,9 @@
 #include "absl/strings/string_view.h"
 #include "sim/ir/instruction.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 
@@ -22,16 +25,27 @@ Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instructio
   Instruction* raw = instruction.get();
   raw->parent_ = this;
   by_name_.emplace(raw->name(), raw);
-  if (raw->opcode() == Opcode::kParameter && raw->attributes().parameter_number.has_value()) {
-    const int64_t number = *raw->attributes().parameter_number;
-    // Parameter numbers are bounded by the instruction count so a huge number in malformed
-    // text cannot make us allocate; the verifier reports the gap.
-    if (number >= 0 && number <= static_cast<int64_t>(instructions_.size()) + 1) {
-      if (static_cast<int64_t>(parameters_.size()) <= number) parameters_.resize(number + 1, nullptr);
-      if (parameters_[number] == nullptr) parameters_[number] = raw;
-    }
-  }
   instructions_.push_back(std::move(instruction));
+  // Parameter numbers are bounded by the instruction count so a huge number in malformed text
+  // cannot make us allocate; a number beyond the count so far waits in a min-heap until enough
+  // instructions exist (a valid computation's parameters are numbered below its instruction
+  // count). Ties pop in text order, so a duplicate number keeps the first. The verifier reports
+  // gaps and numbers that never fit.
+  const auto heap_order = std::greater<std::pair<int64_t, int64_t>>();
+  if (raw->opcode() == Opcode::kParameter && raw->attributes().parameter_number.has_value() &&
+      *raw->attributes().parameter_number >= 0) {
+    deferred_parameters_.emplace_back(*raw->attributes().parameter_number,
+                                      static_cast<int64_t>(instructions_.size()) - 1);
+    std::push_heap(deferred_parameters_.begin(), deferred_parameters_.end(), heap_order);
+  }
+  const int64_t bound = static_cast<int64_t>(instructions_.size());
+  while (!deferred_parameters_.empty() && deferred_parameters_.front().first < bound) {
+    const auto [number, index] = deferred_parameters_.front();
+    std::pop_heap(deferred_parameters_.begin(), deferred_parameters_.end(), heap_order);
+    deferred_parameters_.pop_back();
+    if (static_cast<int64_t>(parameters_.size()) <= number) parameters_.resize(number + 1, nullptr);
+    if (parameters_[number] == nullptr) parameters_[number] = instructions_[index].get();
+  }
   return raw;
 }
 

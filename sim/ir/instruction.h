@@ -135,8 +135,8 @@ class Computation {
   int64_t instruction_count() const { return static_cast<int64_t>(instructions_.size()); }
   Instruction* FindInstruction(absl::string_view name) const;
 
-  // Parameters ordered by parameter number. Filled by AddInstruction; a gap or duplicate number
-  // leaves a nullptr / keeps the first, which the verifier reports.
+  // Parameters ordered by parameter number, whatever order the text declared them in. A gap
+  // leaves a nullptr and a duplicate number keeps the first; the verifier reports both.
   const std::vector<Instruction*>& parameters() const { return parameters_; }
   int64_t parameter_count() const { return static_cast<int64_t>(parameters_.size()); }
   Instruction* parameter(int64_t i) const { return parameters_[i]; }
@@ -167,6 +167,10 @@ class Computation {
   std::vector<std::unique_ptr<Instruction>> instructions_;
   absl::flat_hash_map<std::string, Instruction*> by_name_;
   std::vector<Instruction*> parameters_;
+  // Parameters whose number is beyond what the instructions so far could fill (text may list
+  // parameter(2) before parameter(0)), as (number, index in instructions_): a min-heap,
+  // placed as the count grows.
+  std::vector<std::pair<int64_t, int64_t>> deferred_parameters_;
   Instruction* root_ = nullptr;
   bool is_entry_ = false;
   std::string execution_thread_;
@@ -201,6 +205,12 @@ class Module {
   // Value of a header attribute, or nullptr.
   const std::string* FindHeaderAttribute(absl::string_view key) const;
 
+  // XLA's stack-frame index, the `FileNames`, `FunctionNames`, `FileLocations` and
+  // `StackFrames` sections printed after the header (metadata's stack_frame_id points into
+  // them), kept verbatim for the printer; empty when absent.
+  const std::string& stack_frame_index() const { return stack_frame_index_; }
+  void set_stack_frame_index(std::string text) { stack_frame_index_ = std::move(text); }
+
   // replica_count / num_partitions from the header; 1 when absent.
   int64_t replica_count() const;
   int64_t num_partitions() const;
@@ -216,6 +226,7 @@ class Module {
   absl::flat_hash_map<std::string, Computation*> by_name_;
   Computation* entry_ = nullptr;
   std::vector<std::pair<std::string, std::string>> header_attributes_;
+  std::string stack_frame_index_;
 };
 
 }  // namespace perfsim

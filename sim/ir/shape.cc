@@ -21,8 +21,10 @@ std::string Layout::ToString() const {
       !tiles.empty() || element_size_bits != 0 || memory_space != 0 || !other_attributes.empty();
   if (has_attributes) {
     absl::StrAppend(&out, ":");
+    // XLA writes one 'T' before all tiles: T(8,128)(2,1).
+    if (!tiles.empty()) absl::StrAppend(&out, "T");
     for (const Tile& tile : tiles) {
-      absl::StrAppend(&out, "T(");
+      absl::StrAppend(&out, "(");
       for (size_t i = 0; i < tile.dimensions.size(); ++i) {
         if (i > 0) absl::StrAppend(&out, ",");
         if (tile.dimensions[i] == Tile::kCombineDimension) {
@@ -141,10 +143,20 @@ bool SameDimensions(const Shape& a, const Shape& b) { return a.dimensions() == b
 
 absl::Status ValidateShape(const Shape& shape) {
   if (shape.IsTuple()) {
-    for (const Shape& element : shape.tuple_shapes()) PERFSIM_RETURN_IF_ERROR(ValidateShape(element));
+    // Each element fits on its own; their sum (Shape::ByteSize of the tuple) must too.
+    int64_t total_bytes = 0;
+    for (const Shape& element : shape.tuple_shapes()) {
+      PERFSIM_RETURN_IF_ERROR(ValidateShape(element));
+      const int64_t bytes = element.ByteSize();
+      if (total_bytes > std::numeric_limits<int64_t>::max() - bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            shape.ToString(), ": expected a byte size that fits in int64; got an overflow"));
+      }
+      total_bytes += bytes;
+    }
     return absl::OkStatus();
   }
-  if (shape.IsToken()) return absl::OkStatus();
+  if (shape.IsToken() || shape.element_type() == PrimitiveType::kOpaque) return absl::OkStatus();
   if (!shape.IsArray()) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape: expected an array, tuple or token; got element type ",

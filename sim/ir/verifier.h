@@ -3,7 +3,9 @@
 //   PERFSIM_RETURN_IF_ERROR(VerifyModule(module));
 //
 // Checks, in order, every computation:
-//   - names unique in the module; one root; parameters numbered 0..n-1 with no gaps;
+//   - computation names unique in the module, instruction names unique in their computation
+//     (real dumps reuse names such as `param_0` across computations); one root; parameters
+//     numbered 0..n-1 with no gaps or duplicates;
 //   - operand counts match the opcode table; called computations exist and their signatures
 //     fit the caller (reduce's to_apply takes 2·N scalars, while's condition returns pred[], ...);
 //   - no cycles (operands and control predecessors), no recursive calls;
