@@ -33,16 +33,17 @@ void BM_MatMulF32Kernel(benchmark::State& state) {
     interp::MatMulAccumulateF32(a.data(), n, b.data(), n, c.data(), n, n, n, n);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["flops"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_MatMulF32Kernel)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_DotF32Module(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const std::string hlo = absl::StrCat(
-      "HloModule m\nENTRY e {\n  a = f32[", n, ",", n, "] parameter(0)\n  b = f32[", n, ",", n,
-      "] parameter(1)\n  ROOT d = f32[", n, ",", n,
-      "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  const std::string hlo =
+      absl::StrCat("HloModule m\nENTRY e {\n  a = f32[", n, ",", n, "] parameter(0)\n  b = f32[", n,
+                   ",", n, "] parameter(1)\n  ROOT d = f32[", n, ",", n,
+                   "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
   std::unique_ptr<Module> module = ParseHloModule(hlo).value();
   auto inputs = MakeRandomInputs(*module, 1, 1).value();
   for (auto _ : state) {
@@ -50,13 +51,14 @@ void BM_DotF32Module(benchmark::State& state) {
     if (!result.ok()) state.SkipWithError(std::string(result.status().message()).c_str());
     benchmark::DoNotOptimize(result);
   }
-  state.counters["flops"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_DotF32Module)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_MoeEpRaggedA2aFwd8(benchmark::State& state) {
-  const std::string path =
-      std::string(PERFSIM_SOURCE_DIR) + "/tests/testdata/hlo/jax/moe_ep_ragged_a2a_fwd.compiled.hlo";
+  const std::string path = std::string(PERFSIM_SOURCE_DIR) +
+                           "/tests/testdata/hlo/jax/moe_ep_ragged_a2a_fwd.compiled.hlo";
   std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();

@@ -293,6 +293,21 @@ RawValue HloLexer::ScanRawValue() {
       ++p;
       continue;
     }
+    if (c == '/' && p + 1 < n && text_[p + 1] == '*') {
+      // A block comment inside brackets (depth 0 ended the value above) is kept verbatim; the
+      // brackets and quotes in it do not count.
+      const size_t comment_start = p;
+      const size_t end = text_.find("*/", p + 2);
+      if (end == absl::string_view::npos) {
+        return fail("expected '*/' to close a comment; got end of file", comment_start);
+      }
+      for (size_t i = p; i < end + 2; ++i) {
+        if (text_[i] == '\n') AdvanceLine(i);
+      }
+      out.append(text_.data() + p, end + 2 - p);
+      p = end + 2;
+      continue;
+    }
     if (c == '(' || c == '{' || c == '[') {
       if (static_cast<int>(closers.size()) >= kMaxRawDepth) {
         return fail(

@@ -87,9 +87,9 @@ class HloLexer {
 
   // Scans one attribute value starting after the last token returned (leading whitespace and
   // comments skipped): a run of characters up to whitespace, ',' or an unmatched closing bracket
-  // at bracket depth 0, where (), {}, [] and strings nest. Inside brackets, a whitespace run that
-  // holds a line break becomes one space and `//` comments are dropped, so the value prints on
-  // one line; everything else is kept verbatim. Examples of values: `{op_name="a" source_line=3}`,
+  // at bracket depth 0, where (), {}, [], strings and /* comments */ nest. Inside brackets, a
+  // whitespace run that holds a line break becomes one space and `//` comments are dropped, so
+  // the value prints on one line; everything else is kept verbatim. Examples of values: `{op_name="a" source_line=3}`,
   // `"tm=512"`, `dot_bf16_bf16_f32`, `{devices=[4,1]<=[4]}`, `b01f_01io->b01f`. An empty value
   // is an error.
   RawValue ScanRawValue();

@@ -245,6 +245,15 @@ ENTRY e {
   EXPECT_EQ(c.backend_config, R"({ "tiling": {"tm": "512", "tn": "128"} })");
 }
 
+TEST(HloParser, RawValuesKeepBlockCommentsWhoseBracketsDoNotCount) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  ROOT p = f32[] parameter(0), metadata={op_name="a" /* } " */ source_line=1}
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(Find(*module, "p").attributes().metadata, R"({op_name="a" /* } " */ source_line=1})");
+}
+
 TEST(HloParser, KeepsStringBackendConfigAndUnknownAttributesInOrder) {
   auto module = Parse(R"(HloModule m
 ENTRY e {

@@ -1,0 +1,500 @@
+// The per-device evaluator: dependency-ordered walk, the one exhaustive switch over Opcode,
+// and the control-flow and pass-through ops that need no data loops.
+#include "sim/interp/evaluator.h"
+
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sim/interp/collectives.h"
+#include "sim/interp/element_types.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace interp {
+namespace {
+
+absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
+  ComputationPlan plan;
+  if (computation.root() == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(computation.name(), ": expected a root instruction; got none"));
+  }
+  // Iterative post-order DFS from the root over operands and control predecessors, so only
+  // what the root depends on runs (dead code is skipped, as XLA would remove it).
+  absl::flat_hash_map<const Instruction*, int32_t> slot;
+  absl::flat_hash_map<const Instruction*, bool> on_stack;
+  struct Frame {
+    const Instruction* instruction;
+    size_t next;
+  };
+  std::vector<Frame> stack = {{computation.root(), 0}};
+  on_stack[computation.root()] = true;
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    const Instruction* inst = top.instruction;
+    const size_t n_operands = inst->operands().size();
+    const size_t n_edges = n_operands + inst->control_predecessors().size();
+    if (top.next == n_edges) {
+      slot[inst] = static_cast<int32_t>(plan.order.size());
+      plan.order.push_back(inst);
+      on_stack[inst] = false;
+      stack.pop_back();
+      continue;
+    }
+    const Instruction* next = top.next < n_operands
+                                  ? inst->operands()[top.next]
+                                  : inst->control_predecessors()[top.next - n_operands];
+    ++top.next;
+    if (slot.contains(next)) continue;
+    if (on_stack[next]) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          next->name(), ": expected an acyclic computation; got a cycle in ", computation.name()));
+    }
+    on_stack[next] = true;
+    stack.push_back({next, 0});
+  }
+  const int32_t n = static_cast<int32_t>(plan.order.size());
+  plan.operand_slots.resize(n);
+  std::vector<int32_t> last_use(n, -1);
+  for (int32_t i = 0; i < n; ++i) {
+    for (const Instruction* operand : plan.order[i]->operands()) {
+      const int32_t s = slot.at(operand);
+      plan.operand_slots[i].push_back(s);
+      last_use[s] = i;
+    }
+  }
+  plan.root_slot = slot.at(computation.root());
+  plan.release_after.resize(n);
+  for (int32_t s = 0; s < n; ++s) {
+    if (s != plan.root_slot && last_use[s] >= 0) plan.release_after[last_use[s]].push_back(s);
+  }
+  return plan;
+}
+
+// Element `index` of a tuple value, checked.
+absl::StatusOr<Value> TupleElement(const Value& value, int64_t index) {
+  if (!value.is_tuple() || index < 0 || index >= static_cast<int64_t>(value.elements().size())) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a tuple with an element ", index,
+                                                   "; got ", value.shape().ToString()));
+  }
+  return value.element(index);
+}
+
+// A value of `shape` filled with zeros (the context elements of async start tuples).
+absl::StatusOr<Value> ZeroValue(DeviceEvaluator& ev, const Shape& shape) {
+  if (shape.IsTuple()) {
+    std::vector<Value> elements;
+    for (const Shape& s : shape.tuple_shapes()) {
+      PERFSIM_ASSIGN_OR_RETURN(Value v, ZeroValue(ev, s));
+      elements.push_back(std::move(v));
+    }
+    return Value::Tuple(std::move(elements));
+  }
+  if (shape.IsToken()) return Value::Token();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> buffer, ev.Allocate(shape));
+  return Value::Array(std::move(buffer));
+}
+
+// async-start's value: ((operands...), result, context...), shaped as the instruction says.
+absl::StatusOr<Value> MakeAsyncStartValue(DeviceEvaluator& ev, const Instruction& instruction,
+                                          OperandValues operands, Value result) {
+  const Shape& shape = instruction.shape();
+  if (!shape.IsTuple() || shape.tuple_size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected an async start shape (operands, result, context...); got ", shape.ToString()));
+  }
+  std::vector<Value> operand_values;
+  for (const Value* v : operands) operand_values.push_back(*v);
+  std::vector<Value> elements;
+  elements.push_back(Value::Tuple(std::move(operand_values)));
+  elements.push_back(std::move(result));
+  for (int64_t i = 2; i < shape.tuple_size(); ++i) {
+    PERFSIM_ASSIGN_OR_RETURN(Value context, ZeroValue(ev, shape.tuple_shapes(i)));
+    elements.push_back(std::move(context));
+  }
+  return Value::Tuple(std::move(elements));
+}
+
+absl::Status CheckResultShape(const Instruction& instruction, const Value& value) {
+  if (!value.is_array() || !instruction.shape().IsArray()) return absl::OkStatus();
+  const Shape& got = value.array_shape();
+  const Shape& want = instruction.shape();
+  if (got.element_type() == want.element_type() && got.dimensions() == want.dimensions()) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat("interpreter produced ", got.ToString(false),
+                                          " for declared shape ", want.ToString(false)));
+}
+
+absl::Status Unsupported(const Instruction& instruction, absl::string_view why) {
+  return absl::UnimplementedError(absl::StrCat("the interpreter does not run ",
+                                               OpcodeSpelling(instruction.opcode()), ": ", why));
+}
+
+}  // namespace
+
+absl::Status BuildPlans(const Module& module, RunContext* run) {
+  for (const auto& computation : module.computations()) {
+    // Computations without a root are reported if something calls them.
+    if (computation->root() == nullptr) continue;
+    PERFSIM_ASSIGN_OR_RETURN(ComputationPlan plan, BuildPlan(*computation));
+    run->plans.emplace(computation.get(), std::move(plan));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Value> MakeScalar(DeviceEvaluator& ev, PrimitiveType type, double value) {
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> buffer, ev.Allocate(Shape::Scalar(type)));
+  buffer->SetFromDouble(0, value);
+  return Value::Array(std::move(buffer));
+}
+
+int64_t ScalarAsInt64(const Value& value) { return value.array().GetAsInt64(0); }
+
+absl::StatusOr<std::shared_ptr<Literal>> DeviceEvaluator::AllocatePoisoned(const Shape& shape) {
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> buffer, Allocate(shape));
+  uint8_t* data = buffer->mutable_data().data();
+  const int64_t n = shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(shape.element_type(), "poison", [&](auto traits) {
+    using T = decltype(traits);
+    typename T::Compute poison;
+    if constexpr (kIsFloat<T>) {
+      poison = std::numeric_limits<typename T::Compute>::quiet_NaN();
+    } else if constexpr (kIsPred<T>) {
+      poison = true;
+    } else {
+      poison = T::Round(static_cast<typename T::Compute>(kPoisonInteger));
+    }
+    for (int64_t i = 0; i < n; ++i) T::Store(data, i, poison);
+    return absl::OkStatus();
+  }));
+  return buffer;
+}
+
+uint64_t DeviceEvaluator::NextRandom() {
+  // SplitMix64 over (seed, device, counter): a fixed, platform-independent stream.
+  uint64_t z = options().seed * 0x9e3779b97f4a7c15ull +
+               static_cast<uint64_t>(device_) * 0xbf58476d1ce4e5b9ull +
+               (++rng_counter_) * 0x94d049bb133111ebull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
+                                                absl::Span<const Value> args) {
+  auto it = run_.plans.find(&computation);
+  if (it == run_.plans.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(computation.name(), ": expected a root instruction; got none"));
+  }
+  const ComputationPlan& plan = it->second;
+  std::vector<Value> values(plan.order.size());
+  std::vector<const Value*> operand_ptrs;
+  for (size_t i = 0; i < plan.order.size(); ++i) {
+    const Instruction& instruction = *plan.order[i];
+    operand_ptrs.clear();
+    for (int32_t s : plan.operand_slots[i]) operand_ptrs.push_back(&values[s]);
+    absl::StatusOr<Value> result = EvaluateInstruction(instruction, operand_ptrs, args);
+    if (result.ok()) {
+      absl::Status shape_check = CheckResultShape(instruction, *result);
+      if (!shape_check.ok()) result = shape_check;
+    }
+    if (!result.ok()) return Annotate(result.status(), instruction.name());
+    if (options().observer && result->is_array()) {
+      options().observer(device_, instruction, result->array());
+    }
+    values[i] = *std::move(result);
+    for (int32_t s : plan.release_after[i]) values[s] = Value();
+  }
+  return std::move(values[plan.root_slot]);
+}
+
+absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& instruction,
+                                                           OperandValues operands,
+                                                           absl::Span<const Value> args) {
+  const InstructionAttributes& attrs = instruction.attributes();
+  switch (instruction.opcode()) {
+    // Elementwise.
+    case Opcode::kAbs:
+    case Opcode::kCbrt:
+    case Opcode::kCeil:
+    case Opcode::kClz:
+    case Opcode::kCos:
+    case Opcode::kErf:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kFloor:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kLogistic:
+    case Opcode::kNegate:
+    case Opcode::kNot:
+    case Opcode::kPopcnt:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven:
+    case Opcode::kRsqrt:
+    case Opcode::kSign:
+    case Opcode::kSin:
+    case Opcode::kSqrt:
+    case Opcode::kTan:
+    case Opcode::kTanh:
+    case Opcode::kReal:
+      return EvalUnary(*this, instruction, operands);
+    case Opcode::kImag:
+      return Unsupported(instruction, "complex element types are not supported");
+    case Opcode::kIsFinite:
+      return EvalIsFinite(*this, instruction, operands);
+    case Opcode::kAdd:
+    case Opcode::kAnd:
+    case Opcode::kAtan2:
+    case Opcode::kDivide:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kMultiply:
+    case Opcode::kOr:
+    case Opcode::kPower:
+    case Opcode::kRemainder:
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightArithmetic:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kSubtract:
+    case Opcode::kXor:
+      return EvalBinary(*this, instruction, operands);
+    case Opcode::kCompare:
+      return EvalCompare(*this, instruction, operands);
+    case Opcode::kSelect:
+      return EvalSelect(*this, instruction, operands);
+    case Opcode::kClamp:
+      return EvalClamp(*this, instruction, operands);
+    case Opcode::kConvert:
+      return EvalConvert(*this, instruction, operands);
+    case Opcode::kBitcastConvert:
+      return EvalBitcastConvert(*this, instruction, operands);
+    case Opcode::kReducePrecision:
+      return EvalReducePrecision(*this, instruction, operands);
+    case Opcode::kIota:
+      return EvalIota(*this, instruction, operands);
+    case Opcode::kMap:
+      return EvalMap(*this, instruction, operands);
+    case Opcode::kRng:
+      return EvalRng(*this, instruction, operands);
+    case Opcode::kStochasticConvert:
+      return Unsupported(instruction, "not implemented yet (TODO(#3))");
+
+    // Data movement.
+    case Opcode::kBroadcast:
+      return EvalBroadcast(*this, instruction, operands);
+    case Opcode::kReshape:
+      return EvalReshape(*this, instruction, operands);
+    case Opcode::kBitcast:
+      return EvalBitcast(*this, instruction, operands);
+    case Opcode::kTranspose:
+      return EvalTranspose(*this, instruction, operands);
+    case Opcode::kSlice:
+      return EvalSlice(*this, instruction, operands);
+    case Opcode::kDynamicSlice:
+      return EvalDynamicSlice(*this, instruction, operands);
+    case Opcode::kDynamicUpdateSlice:
+      return EvalDynamicUpdateSlice(*this, instruction, operands);
+    case Opcode::kConcatenate:
+      return EvalConcatenate(*this, instruction, operands);
+    case Opcode::kPad:
+      return EvalPad(*this, instruction, operands);
+    case Opcode::kReverse:
+      return EvalReverse(*this, instruction, operands);
+    case Opcode::kGather:
+      return EvalGather(*this, instruction, operands);
+    case Opcode::kScatter:
+      return EvalScatter(*this, instruction, operands);
+    case Opcode::kSort:
+      return EvalSort(*this, instruction, operands);
+    case Opcode::kTopK:
+      return EvalTopK(*this, instruction, operands);
+
+    // Reductions and contractions.
+    case Opcode::kReduce:
+      return EvalReduce(*this, instruction, operands);
+    case Opcode::kReduceWindow:
+      return EvalReduceWindow(*this, instruction, operands);
+    case Opcode::kSelectAndScatter:
+      return EvalSelectAndScatter(*this, instruction, operands);
+    case Opcode::kDot:
+      return EvalDot(*this, instruction, operands);
+    case Opcode::kRaggedDot:
+      return EvalRaggedDot(*this, instruction, operands);
+    case Opcode::kConvolution:
+      return EvalConvolution(*this, instruction, operands);
+
+    // Collectives.
+    case Opcode::kAllGather:
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllReduce:
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllToAll:
+    case Opcode::kRaggedAllToAll:
+    case Opcode::kReduceScatter:
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kCollectivePermute:
+    case Opcode::kCollectivePermuteStart:
+      return EvalCollective(*this, instruction, operands);
+    case Opcode::kAllReduceDone:
+      return *operands[0];
+    case Opcode::kAllGatherDone:
+    case Opcode::kCollectivePermuteDone:
+    case Opcode::kAsyncDone:
+      return TupleElement(*operands[0], 1);
+    case Opcode::kReplicaId:
+      return EvalReplicaId(*this, instruction, operands);
+    case Opcode::kPartitionId:
+      return EvalPartitionId(*this, instruction, operands);
+
+    // Control flow and structure.
+    case Opcode::kParameter: {
+      const int64_t number = attrs.parameter_number.value_or(-1);
+      if (number < 0 || number >= static_cast<int64_t>(args.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("expected parameter number in [0, ", args.size(), "); got ", number));
+      }
+      return args[number];
+    }
+    case Opcode::kConstant: {
+      if (!attrs.literal.has_value()) {
+        return absl::InvalidArgumentError("expected a literal; got none");
+      }
+      auto cached = constants_.find(&instruction);
+      if (cached != constants_.end()) return cached->second;
+      PERFSIM_ASSIGN_OR_RETURN(Value value, ValueFromLiteral(*run_.budget, *attrs.literal));
+      constants_.emplace(&instruction, value);
+      return value;
+    }
+    case Opcode::kTuple: {
+      std::vector<Value> elements;
+      elements.reserve(operands.size());
+      for (const Value* v : operands) elements.push_back(*v);
+      return Value::Tuple(std::move(elements));
+    }
+    case Opcode::kGetTupleElement:
+      return TupleElement(*operands[0], attrs.tuple_index.value_or(-1));
+    case Opcode::kCall: {
+      const Computation* callee =
+          instruction.to_apply() != nullptr
+              ? instruction.to_apply()
+              : (instruction.calls().empty() ? nullptr : instruction.calls()[0]);
+      if (callee == nullptr) return absl::InvalidArgumentError("expected to_apply; got none");
+      std::vector<Value> call_args;
+      for (const Value* v : operands) call_args.push_back(*v);
+      return Evaluate(*callee, call_args);
+    }
+    case Opcode::kFusion: {
+      if (instruction.calls().empty())
+        return absl::InvalidArgumentError("expected calls=; got none");
+      std::vector<Value> call_args;
+      for (const Value* v : operands) call_args.push_back(*v);
+      return Evaluate(*instruction.calls()[0], call_args);
+    }
+    case Opcode::kAsyncStart: {
+      if (instruction.calls().empty())
+        return absl::InvalidArgumentError("expected calls=; got none");
+      std::vector<Value> call_args;
+      for (const Value* v : operands) call_args.push_back(*v);
+      PERFSIM_ASSIGN_OR_RETURN(Value result, Evaluate(*instruction.calls()[0], call_args));
+      return MakeAsyncStartValue(*this, instruction, operands, std::move(result));
+    }
+    case Opcode::kAsyncUpdate:
+      return *operands[0];
+    case Opcode::kWhile: {
+      if (instruction.condition() == nullptr || instruction.body() == nullptr) {
+        return absl::InvalidArgumentError("expected condition= and body=; got none");
+      }
+      Value state = *operands[0];
+      for (int64_t iteration = 0;; ++iteration) {
+        PERFSIM_ASSIGN_OR_RETURN(Value go, Evaluate(*instruction.condition(), {state}));
+        if (!go.is_array() || go.array().element_count() != 1) {
+          return absl::InvalidArgumentError("expected the condition to return pred[]");
+        }
+        if (go.array().GetAsInt64(0) == 0) break;
+        if (iteration >= options().max_while_iterations) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("expected the loop to end within max_while_iterations=",
+                           options().max_while_iterations, "; got more iterations"));
+        }
+        PERFSIM_ASSIGN_OR_RETURN(state, Evaluate(*instruction.body(), {state}));
+      }
+      return state;
+    }
+    case Opcode::kConditional: {
+      const std::vector<Computation*>& branches = instruction.branch_computations();
+      if (branches.empty()) return absl::InvalidArgumentError("expected branch computations");
+      const Value& selector = *operands[0];
+      if (!selector.is_array())
+        return absl::InvalidArgumentError("expected a pred or s32 selector");
+      int64_t index;
+      if (selector.array_shape().element_type() == PrimitiveType::kPred) {
+        // true_computation is branch 0, false_computation branch 1.
+        index = selector.array().GetAsInt64(0) != 0 ? 0 : 1;
+      } else {
+        index = selector.array().GetAsInt64(0);
+        // XLA runs the last branch for an out-of-range index.
+        if (index < 0 || index >= static_cast<int64_t>(branches.size())) {
+          index = static_cast<int64_t>(branches.size()) - 1;
+        }
+      }
+      if (index + 1 >= static_cast<int64_t>(operands.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("expected an operand for branch ", index, "; got ", operands.size() - 1));
+      }
+      return Evaluate(*branches[index], {*operands[index + 1]});
+    }
+    case Opcode::kCustomCall:
+      return EvalCustomCall(*this, instruction, operands);
+
+    // Pass-through.
+    case Opcode::kCopy:
+    case Opcode::kDomain:
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kAddDependency:
+    case Opcode::kSetDimensionSize:
+      return *operands[0];
+    case Opcode::kCopyStart: {
+      PERFSIM_ASSIGN_OR_RETURN(Value context, MakeScalar(*this, PrimitiveType::kU32, 0));
+      return Value::Tuple({*operands[0], *operands[0], context});
+    }
+    case Opcode::kCopyDone:
+      return TupleElement(*operands[0], 0);
+    case Opcode::kAfterAll:
+      return Value::Token();
+    case Opcode::kGetDimensionSize: {
+      const Shape& shape = operands[0]->array_shape();
+      const int64_t dim =
+          attrs.dimensions.has_value() && !attrs.dimensions->empty() ? (*attrs.dimensions)[0] : -1;
+      if (dim < 0 || dim >= shape.rank()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("expected a dimension of ", shape.ToString(false), "; got ", dim));
+      }
+      return MakeScalar(*this, PrimitiveType::kS32, static_cast<double>(shape.dimensions(dim)));
+    }
+    case Opcode::kDynamicReshape:
+      return Unsupported(instruction, "dynamic shapes are not modelled");
+
+    // No meaning in a CPU reference run.
+    case Opcode::kInfeed:
+    case Opcode::kOutfeed:
+    case Opcode::kSend:
+    case Opcode::kSendDone:
+    case Opcode::kRecv:
+    case Opcode::kRecvDone:
+      return Unsupported(instruction, "host and peer transfers happen outside the module");
+    case Opcode::kRngGetAndUpdateState:
+      return Unsupported(instruction, "it reads the state of a backend's hardware generator");
+    case Opcode::kRngBitGenerator:
+      return Unsupported(instruction,
+                         "its bits are specific to XLA's Philox/ThreeFry implementations");
+  }
+  return absl::InternalError("unknown opcode");
+}
+
+}  // namespace interp
+}  // namespace perfsim

@@ -1,0 +1,570 @@
+// Elementwise ops: unary, binary, compare, select, clamp, convert, bitcast-convert,
+// reduce-precision, iota, map and rng. Each instruction dispatches its element type (and op)
+// once; the per-element loops are plain.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sim/interp/array_util.h"
+#include "sim/interp/element_types.h"
+#include "sim/interp/evaluator.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace interp {
+
+namespace {
+
+// Which elementwise op each opcode is (a table rather than a second switch over Opcode, whose
+// one exhaustive switch lives in evaluator.cc).
+constexpr std::pair<Opcode, UnaryOp> kUnaryOps[] = {
+    {Opcode::kAbs, UnaryOp::kAbs},
+    {Opcode::kNegate, UnaryOp::kNegate},
+    {Opcode::kExp, UnaryOp::kExp},
+    {Opcode::kExpm1, UnaryOp::kExpm1},
+    {Opcode::kLog, UnaryOp::kLog},
+    {Opcode::kLog1p, UnaryOp::kLog1p},
+    {Opcode::kSqrt, UnaryOp::kSqrt},
+    {Opcode::kRsqrt, UnaryOp::kRsqrt},
+    {Opcode::kCbrt, UnaryOp::kCbrt},
+    {Opcode::kTanh, UnaryOp::kTanh},
+    {Opcode::kLogistic, UnaryOp::kLogistic},
+    {Opcode::kSin, UnaryOp::kSin},
+    {Opcode::kCos, UnaryOp::kCos},
+    {Opcode::kTan, UnaryOp::kTan},
+    {Opcode::kErf, UnaryOp::kErf},
+    {Opcode::kFloor, UnaryOp::kFloor},
+    {Opcode::kCeil, UnaryOp::kCeil},
+    {Opcode::kRoundNearestAfz, UnaryOp::kRoundAfz},
+    {Opcode::kRoundNearestEven, UnaryOp::kRoundEven},
+    {Opcode::kSign, UnaryOp::kSign},
+    {Opcode::kNot, UnaryOp::kNot},
+    {Opcode::kPopcnt, UnaryOp::kPopcnt},
+    {Opcode::kClz, UnaryOp::kClz},
+    {Opcode::kReal, UnaryOp::kCopy},
+    {Opcode::kCopy, UnaryOp::kCopy},
+};
+
+constexpr std::pair<Opcode, BinaryOp> kBinaryOps[] = {
+    {Opcode::kAdd, BinaryOp::kAdd},
+    {Opcode::kSubtract, BinaryOp::kSubtract},
+    {Opcode::kMultiply, BinaryOp::kMultiply},
+    {Opcode::kDivide, BinaryOp::kDivide},
+    {Opcode::kRemainder, BinaryOp::kRemainder},
+    {Opcode::kMaximum, BinaryOp::kMaximum},
+    {Opcode::kMinimum, BinaryOp::kMinimum},
+    {Opcode::kPower, BinaryOp::kPower},
+    {Opcode::kAtan2, BinaryOp::kAtan2},
+    {Opcode::kAnd, BinaryOp::kAnd},
+    {Opcode::kOr, BinaryOp::kOr},
+    {Opcode::kXor, BinaryOp::kXor},
+    {Opcode::kShiftLeft, BinaryOp::kShiftLeft},
+    {Opcode::kShiftRightArithmetic, BinaryOp::kShiftRightArithmetic},
+    {Opcode::kShiftRightLogical, BinaryOp::kShiftRightLogical},
+};
+
+}  // namespace
+
+std::optional<UnaryOp> UnaryOpOf(Opcode opcode) {
+  for (const auto& [code, op] : kUnaryOps) {
+    if (code == opcode) return op;
+  }
+  return std::nullopt;
+}
+
+std::optional<BinaryOp> BinaryOpOf(Opcode opcode) {
+  for (const auto& [code, op] : kBinaryOps) {
+    if (code == opcode) return op;
+  }
+  return std::nullopt;
+}
+
+absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type) {
+  bool ok = false;
+  switch (op) {
+    case UnaryOp::kCopy:
+      ok = true;
+      break;
+    case UnaryOp::kNot:
+      ok = kind != ElementKind::kFloat;
+      break;
+    case UnaryOp::kAbs:
+    case UnaryOp::kNegate:
+    case UnaryOp::kSign:
+      ok = kind != ElementKind::kPred;
+      break;
+    case UnaryOp::kPopcnt:
+    case UnaryOp::kClz:
+      ok = kind == ElementKind::kSigned || kind == ElementKind::kUnsigned;
+      break;
+    case UnaryOp::kExp:
+    case UnaryOp::kExpm1:
+    case UnaryOp::kLog:
+    case UnaryOp::kLog1p:
+    case UnaryOp::kSqrt:
+    case UnaryOp::kRsqrt:
+    case UnaryOp::kCbrt:
+    case UnaryOp::kTanh:
+    case UnaryOp::kLogistic:
+    case UnaryOp::kSin:
+    case UnaryOp::kCos:
+    case UnaryOp::kTan:
+    case UnaryOp::kErf:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRoundAfz:
+    case UnaryOp::kRoundEven:
+      ok = kind == ElementKind::kFloat;
+      break;
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected an element type the op is defined on; got ", PrimitiveTypeName(type)));
+}
+
+absl::Status CheckBinaryOpType(BinaryOp op, ElementKind kind, PrimitiveType type) {
+  bool ok = false;
+  switch (op) {
+    case BinaryOp::kAdd:
+    case BinaryOp::kSubtract:
+    case BinaryOp::kMultiply:
+    case BinaryOp::kMaximum:
+    case BinaryOp::kMinimum:
+      ok = true;
+      break;
+    case BinaryOp::kDivide:
+    case BinaryOp::kRemainder:
+    case BinaryOp::kPower:
+      ok = kind != ElementKind::kPred;
+      break;
+    case BinaryOp::kAtan2:
+      ok = kind == ElementKind::kFloat;
+      break;
+    case BinaryOp::kAnd:
+    case BinaryOp::kOr:
+    case BinaryOp::kXor:
+      ok = kind != ElementKind::kFloat;
+      break;
+    case BinaryOp::kShiftLeft:
+    case BinaryOp::kShiftRightArithmetic:
+    case BinaryOp::kShiftRightLogical:
+      ok = kind == ElementKind::kSigned || kind == ElementKind::kUnsigned;
+      break;
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected an element type the op is defined on; got ", PrimitiveTypeName(type)));
+}
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<Literal>> AllocateLike(DeviceEvaluator& ev, PrimitiveType type,
+                                                      const Shape& dims_from) {
+  return ev.Allocate(Shape::Array(type, dims_from.dimensions()));
+}
+
+// Operands of an elementwise op must have the result's dimensions, or be scalars (broadcast).
+absl::Status CheckElementwiseOperand(const Value& operand, const Shape& result, int64_t k) {
+  if (!operand.is_array()) return absl::InvalidArgumentError("expected array operands");
+  const Shape& s = operand.array_shape();
+  if (s.dimensions() == result.dimensions() || s.rank() == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("expected operand ", k, " to be ",
+                                                 result.ToString(false), " or a scalar; got ",
+                                                 s.ToString(false)));
+}
+
+// Stride of an operand in an elementwise loop: 1, or 0 for a broadcast scalar.
+int64_t ElementStride(const Value& operand) { return operand.array_shape().rank() == 0 ? 0 : 1; }
+
+template <typename UInt>
+UInt ReducePrecisionBits(UInt x, int src_exponent_bits, int src_mantissa_bits, int exponent_bits,
+                         int mantissa_bits) {
+  // XLA's algorithm (elemental_ir_emitter: EmitReducePrecisionIR): round the mantissa to
+  // nearest even, then flush exponents out of the reduced range to +-0 / +-inf. NaNs stay NaN.
+  const int total_bits = static_cast<int>(sizeof(UInt) * 8);
+  const UInt sign_mask = static_cast<UInt>(UInt(1) << (total_bits - 1));
+  const UInt exp_mask =
+      static_cast<UInt>(((UInt(1) << src_exponent_bits) - 1) << src_mantissa_bits);
+  const UInt mant_mask = static_cast<UInt>((UInt(1) << src_mantissa_bits) - 1);
+  const bool is_nan = (x & exp_mask) == exp_mask && (x & mant_mask) != 0;
+  const UInt original = x;
+  if (mantissa_bits < src_mantissa_bits) {
+    const int shift = src_mantissa_bits - mantissa_bits;
+    const UInt last_bit_mask = static_cast<UInt>(UInt(1) << shift);
+    const UInt base_bias = static_cast<UInt>((last_bit_mask >> 1) - 1);
+    const UInt last_bit = static_cast<UInt>((x & last_bit_mask) >> shift);
+    const UInt truncation_mask = static_cast<UInt>(~(last_bit_mask - 1));
+    x = static_cast<UInt>((x + last_bit + base_bias) & truncation_mask);
+  }
+  if (exponent_bits < src_exponent_bits) {
+    const int64_t bias = (int64_t{1} << (src_exponent_bits - 1)) - 1;
+    const int64_t reduced_bias = (int64_t{1} << (exponent_bits - 1)) - 1;
+    const UInt max_exp =
+        static_cast<UInt>(static_cast<UInt>(bias + reduced_bias) << src_mantissa_bits);
+    const UInt min_exp =
+        static_cast<UInt>(static_cast<UInt>(bias - reduced_bias) << src_mantissa_bits);
+    const UInt exponent = x & exp_mask;
+    const UInt signed_zero = x & sign_mask;
+    if (exponent > max_exp) {
+      x = signed_zero | exp_mask;
+    } else if (exponent <= min_exp) {
+      x = signed_zero;
+    }
+  }
+  if (is_nan)
+    return mantissa_bits > 0 ? original : static_cast<UInt>((original & sign_mask) | exp_mask);
+  return x;
+}
+
+}  // namespace
+
+absl::StatusOr<Value> EvalUnary(DeviceEvaluator& ev, const Instruction& instruction,
+                                OperandValues operands) {
+  const std::optional<UnaryOp> op = UnaryOpOf(instruction.opcode());
+  if (!op.has_value()) return absl::InternalError("not a unary op");
+  const Shape& shape = operands[0]->array_shape();
+  const PrimitiveType type = shape.element_type();
+  if (*op == UnaryOp::kCopy) return *operands[0];
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, shape));
+  const int64_t n = shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
+    using T = decltype(traits);
+    PERFSIM_RETURN_IF_ERROR(CheckUnaryOpType(*op, T::kKind, type));
+    return DispatchUnaryOp(*op, [&](auto op_constant) {
+      constexpr UnaryOp kOp = decltype(op_constant)::value;
+      const uint8_t* in = operands[0]->data();
+      uint8_t* o = out->mutable_data().data();
+      for (int64_t i = 0; i < n; ++i) T::Store(o, i, ApplyUnary<T, kOp>(T::Load(in, i)));
+      return absl::OkStatus();
+    });
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalBinary(DeviceEvaluator& ev, const Instruction& instruction,
+                                 OperandValues operands) {
+  const std::optional<BinaryOp> op = BinaryOpOf(instruction.opcode());
+  if (!op.has_value()) return absl::InternalError("not a binary op");
+  const Shape& result = instruction.shape();
+  PERFSIM_RETURN_IF_ERROR(CheckElementwiseOperand(*operands[0], result, 0));
+  PERFSIM_RETURN_IF_ERROR(CheckElementwiseOperand(*operands[1], result, 1));
+  const PrimitiveType type = operands[0]->array_shape().element_type();
+  if (operands[1]->array_shape().element_type() != type) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected operands of one element type; got ", PrimitiveTypeName(type),
+                     " and ", PrimitiveTypeName(operands[1]->array_shape().element_type())));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, result));
+  const int64_t n = result.ElementCount();
+  const int64_t sa = ElementStride(*operands[0]);
+  const int64_t sb = ElementStride(*operands[1]);
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
+    using T = decltype(traits);
+    PERFSIM_RETURN_IF_ERROR(CheckBinaryOpType(*op, T::kKind, type));
+    return DispatchBinaryOp(*op, [&](auto op_constant) {
+      constexpr BinaryOp kOp = decltype(op_constant)::value;
+      const uint8_t* a = operands[0]->data();
+      const uint8_t* b = operands[1]->data();
+      uint8_t* o = out->mutable_data().data();
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < n; ++i) {
+          T::Store(o, i, ApplyBinary<T, kOp>(T::Load(a, i), T::Load(b, i)));
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          T::Store(o, i, ApplyBinary<T, kOp>(T::Load(a, i * sa), T::Load(b, i * sb)));
+        }
+      }
+      return absl::OkStatus();
+    });
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalIsFinite(DeviceEvaluator& ev, const Instruction& instruction,
+                                   OperandValues operands) {
+  const Shape& shape = operands[0]->array_shape();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
+                           AllocateLike(ev, PrimitiveType::kPred, shape));
+  const int64_t n = shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(shape.element_type(), "", [&](auto traits) {
+    using T = decltype(traits);
+    if constexpr (!kIsFloat<T>) {
+      return absl::InvalidArgumentError(absl::StrCat("expected a floating-point operand; got ",
+                                                     PrimitiveTypeName(shape.element_type())));
+    } else {
+      const uint8_t* in = operands[0]->data();
+      uint8_t* o = out->mutable_data().data();
+      for (int64_t i = 0; i < n; ++i) PredTraits::Store(o, i, std::isfinite(T::Load(in, i)));
+      return absl::OkStatus();
+    }
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalCompare(DeviceEvaluator& ev, const Instruction& instruction,
+                                  OperandValues operands) {
+  const InstructionAttributes& attrs = instruction.attributes();
+  if (!attrs.comparison_direction.has_value()) {
+    return absl::InvalidArgumentError("expected direction=; got none");
+  }
+  const ComparisonDirection direction = *attrs.comparison_direction;
+  const bool total_order = attrs.comparison_type == "TOTALORDER";
+  const Shape& result = instruction.shape();
+  PERFSIM_RETURN_IF_ERROR(CheckElementwiseOperand(*operands[0], result, 0));
+  PERFSIM_RETURN_IF_ERROR(CheckElementwiseOperand(*operands[1], result, 1));
+  const PrimitiveType type = operands[0]->array_shape().element_type();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
+                           AllocateLike(ev, PrimitiveType::kPred, result));
+  const int64_t n = result.ElementCount();
+  const int64_t sa = ElementStride(*operands[0]);
+  const int64_t sb = ElementStride(*operands[1]);
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
+    using T = decltype(traits);
+    const uint8_t* a = operands[0]->data();
+    const uint8_t* b = operands[1]->data();
+    uint8_t* o = out->mutable_data().data();
+    for (int64_t i = 0; i < n; ++i) {
+      PredTraits::Store(
+          o, i, ApplyCompare<T>(direction, total_order, T::Load(a, i * sa), T::Load(b, i * sb)));
+    }
+    return absl::OkStatus();
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalSelect(DeviceEvaluator& ev, const Instruction& instruction,
+                                 OperandValues operands) {
+  const Shape& result = instruction.shape();
+  if (!result.IsArray()) return absl::InvalidArgumentError("expected an array select");
+  for (int k = 0; k < 3; ++k) {
+    PERFSIM_RETURN_IF_ERROR(CheckElementwiseOperand(*operands[k], result, k));
+  }
+  const PrimitiveType type = operands[1]->array_shape().element_type();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, result));
+  const int64_t n = result.ElementCount();
+  const int64_t bytes = ByteWidth(type);
+  const int64_t sp = ElementStride(*operands[0]);
+  const int64_t st = ElementStride(*operands[1]);
+  const int64_t sf = ElementStride(*operands[2]);
+  const uint8_t* pred = operands[0]->data();
+  const uint8_t* on_true = operands[1]->data();
+  const uint8_t* on_false = operands[2]->data();
+  uint8_t* o = out->mutable_data().data();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* src = pred[i * sp] != 0 ? on_true + i * st * bytes : on_false + i * sf * bytes;
+    std::memcpy(o + i * bytes, src, bytes);
+  }
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalClamp(DeviceEvaluator& ev, const Instruction& instruction,
+                                OperandValues operands) {
+  // clamp(lo, x, hi) = min(max(x, lo), hi), NaN-propagating; lo and hi may be scalars.
+  const Shape& result = instruction.shape();
+  for (int k = 0; k < 3; ++k) {
+    PERFSIM_RETURN_IF_ERROR(CheckElementwiseOperand(*operands[k], result, k));
+  }
+  const PrimitiveType type = operands[1]->array_shape().element_type();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, result));
+  const int64_t n = result.ElementCount();
+  const int64_t s_lo = ElementStride(*operands[0]);
+  const int64_t s_x = ElementStride(*operands[1]);
+  const int64_t s_hi = ElementStride(*operands[2]);
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
+    using T = decltype(traits);
+    if constexpr (kIsPred<T>) {
+      return absl::InvalidArgumentError("expected a numeric element type; got pred");
+    } else {
+      const uint8_t* lo = operands[0]->data();
+      const uint8_t* x = operands[1]->data();
+      const uint8_t* hi = operands[2]->data();
+      uint8_t* o = out->mutable_data().data();
+      for (int64_t i = 0; i < n; ++i) {
+        const auto raised =
+            ApplyBinary<T, BinaryOp::kMaximum>(T::Load(x, i * s_x), T::Load(lo, i * s_lo));
+        T::Store(o, i, ApplyBinary<T, BinaryOp::kMinimum>(raised, T::Load(hi, i * s_hi)));
+      }
+      return absl::OkStatus();
+    }
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instruction,
+                                  OperandValues operands) {
+  const Shape& in_shape = operands[0]->array_shape();
+  const PrimitiveType from = in_shape.element_type();
+  const PrimitiveType to = instruction.shape().element_type();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, to, in_shape));
+  const int64_t n = in_shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(
+      DispatchElementTypePair(from, to, "", [&](auto from_traits, auto to_traits) {
+        using F = decltype(from_traits);
+        using T = decltype(to_traits);
+        const uint8_t* in = operands[0]->data();
+        uint8_t* o = out->mutable_data().data();
+        // Wide sources into narrow floats round once, straight from the double value, rather than
+        // twice through f32.
+        constexpr bool kWideIntoNarrow = kIsFloat<T> && sizeof(typename T::Storage) < 4 &&
+                                         !kIsPred<F> &&
+                                         (sizeof(typename F::Compute) > 4 ||
+                                          (kIsInteger<F> && sizeof(typename F::Compute) >= 4));
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (kWideIntoNarrow) {
+            StoreRaw<typename T::Storage>(o, i,
+                                          static_cast<typename T::Storage>(EncodeFloat(
+                                              T::kType, static_cast<double>(F::Load(in, i)))));
+          } else {
+            T::Store(o, i, ConvertValue<F, T>(F::Load(in, i)));
+          }
+        }
+        return absl::OkStatus();
+      }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalBitcastConvert(DeviceEvaluator& ev, const Instruction& instruction,
+                                         OperandValues operands) {
+  const Shape& in_shape = operands[0]->array_shape();
+  const Shape& out_shape = instruction.shape();
+  if (BitWidth(in_shape.element_type()) != BitWidth(out_shape.element_type()) ||
+      in_shape.dimensions() != out_shape.dimensions()) {
+    return absl::UnimplementedError(
+        absl::StrCat("expected a bitcast-convert between types of one bit width; got ",
+                     in_shape.ToString(false), " -> ", out_shape.ToString(false)));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
+                           AllocateLike(ev, out_shape.element_type(), in_shape));
+  std::memcpy(out->mutable_data().data(), operands[0]->data(), operands[0]->array().data().size());
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalReducePrecision(DeviceEvaluator& ev, const Instruction& instruction,
+                                          OperandValues operands) {
+  const InstructionAttributes& attrs = instruction.attributes();
+  if (!attrs.exponent_bits.has_value() || !attrs.mantissa_bits.has_value() ||
+      *attrs.exponent_bits < 1 || *attrs.mantissa_bits < 0) {
+    return absl::InvalidArgumentError("expected exponent_bits >= 1 and mantissa_bits >= 0");
+  }
+  const int e = static_cast<int>(*attrs.exponent_bits);
+  const int m = static_cast<int>(*attrs.mantissa_bits);
+  const Shape& shape = operands[0]->array_shape();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
+                           AllocateLike(ev, shape.element_type(), shape));
+  const int64_t n = shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(shape.element_type(), "", [&](auto traits) {
+    using T = decltype(traits);
+    if constexpr (!kIsFloat<T>) {
+      return absl::InvalidArgumentError("expected a floating-point operand");
+    } else {
+      const uint8_t* in = operands[0]->data();
+      uint8_t* o = out->mutable_data().data();
+      for (int64_t i = 0; i < n; ++i) {
+        const auto x = T::Load(in, i);
+        if constexpr (std::is_same_v<typename T::Compute, double>) {
+          const uint64_t bits = ReducePrecisionBits<uint64_t>(std::bit_cast<uint64_t>(x), 11, 52,
+                                                              std::min(e, 11), std::min(m, 52));
+          T::Store(o, i, std::bit_cast<double>(bits));
+        } else {
+          const uint32_t bits = ReducePrecisionBits<uint32_t>(std::bit_cast<uint32_t>(x), 8, 23,
+                                                              std::min(e, 8), std::min(m, 23));
+          T::Store(o, i, std::bit_cast<float>(bits));
+        }
+      }
+      return absl::OkStatus();
+    }
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalIota(DeviceEvaluator& ev, const Instruction& instruction,
+                               OperandValues operands) {
+  const Shape& shape = instruction.shape();
+  const int64_t dim = instruction.attributes().iota_dimension.value_or(0);
+  if (!shape.IsArray() || dim < 0 || (shape.rank() > 0 && dim >= shape.rank())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected iota_dimension within ", shape.ToString(false), "; got ", dim));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ev.Allocate(shape));
+  const std::vector<int64_t> strides = RowMajorStrides(shape.dimensions());
+  const int64_t n = shape.ElementCount();
+  const int64_t stride = shape.rank() == 0 ? 1 : strides[dim];
+  const int64_t size = shape.rank() == 0 ? 1 : shape.dimensions(dim);
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(shape.element_type(), "", [&](auto traits) {
+    using T = decltype(traits);
+    using S64 = IntTraits<PrimitiveType::kS64, int64_t>;
+    uint8_t* o = out->mutable_data().data();
+    for (int64_t i = 0; i < n; ++i) T::Store(o, i, ConvertValue<S64, T>((i / stride) % size));
+    return absl::OkStatus();
+  }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalMap(DeviceEvaluator& ev, const Instruction& instruction,
+                              OperandValues operands) {
+  const Computation* f = instruction.to_apply();
+  if (f == nullptr) return absl::InvalidArgumentError("expected to_apply");
+  const Shape& result = instruction.shape();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ev.Allocate(result));
+  if (operands.size() == 2 && MatchBinaryComputation(*f).has_value() &&
+      operands[0]->array_shape().element_type() == result.element_type()) {
+    std::memcpy(out->mutable_data().data(), operands[0]->data(),
+                operands[0]->array().data().size());
+    PERFSIM_RETURN_IF_ERROR(CombineInto(ev, *f, out.get(), operands[1]->array()));
+    return Value::Array(std::move(out));
+  }
+  std::vector<Value> args(operands.size());
+  for (int64_t i = 0; i < result.ElementCount(); ++i) {
+    for (size_t k = 0; k < operands.size(); ++k) {
+      PERFSIM_ASSIGN_OR_RETURN(args[k], ElementAsScalar(ev, operands[k]->array(), i));
+    }
+    PERFSIM_ASSIGN_OR_RETURN(Value r, ev.CallScalar(*f, args));
+    PERFSIM_RETURN_IF_ERROR(StoreScalar(r, out.get(), i));
+  }
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalRng(DeviceEvaluator& ev, const Instruction& instruction,
+                              OperandValues operands) {
+  // rng(a, b), distribution=rng_uniform: uniform in [a, b); rng_normal: mean a, stddev b.
+  // The stream is perfsim's own (seeded by InterpreterOptions::seed), not XLA's.
+  std::string distribution;
+  for (const auto& [key, value] : instruction.attributes().other) {
+    if (key == "distribution") distribution = value;
+  }
+  const bool normal = distribution == "rng_normal";
+  if (!normal && distribution != "rng_uniform") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected distribution=rng_uniform or rng_normal; got '", distribution, "'"));
+  }
+  const Shape& shape = instruction.shape();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ev.Allocate(shape));
+  const double a = operands[0]->array().GetAsDouble(0);
+  const double b = operands[1]->array().GetAsDouble(0);
+  const bool is_float = IsFloatingPoint(shape.element_type());
+  if (normal && !is_float)
+    return absl::InvalidArgumentError("expected a floating-point rng_normal");
+  for (int64_t i = 0; i < shape.ElementCount(); ++i) {
+    const double u = static_cast<double>(ev.NextRandom() >> 11) * 0x1p-53;
+    if (normal) {
+      const double u2 = static_cast<double>(ev.NextRandom() >> 11) * 0x1p-53;
+      const double z = std::sqrt(-2.0 * std::log1p(-u)) * std::cos(2.0 * std::numbers::pi * u2);
+      out->SetFromDouble(i, a + b * z);
+    } else if (is_float) {
+      out->SetFromDouble(i, a + (b - a) * u);
+    } else {
+      const int64_t lo = operands[0]->array().GetAsInt64(0);
+      const int64_t hi = operands[1]->array().GetAsInt64(0);
+      const uint64_t span = hi > lo ? static_cast<uint64_t>(hi - lo) : 1;
+      out->SetFromInt64(i, lo + static_cast<int64_t>(ev.NextRandom() % span));
+    }
+  }
+  return Value::Array(std::move(out));
+}
+
+}  // namespace interp
+}  // namespace perfsim

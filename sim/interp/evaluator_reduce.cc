@@ -1,0 +1,461 @@
+// reduce, reduce-window and select-and-scatter, plus the helpers every op that applies a
+// scalar computation shares. Reducers of the form `op(p0, p1)` run as native loops; anything
+// else calls the computation once per element (slow but exact).
+//
+// Accumulation order: each output element folds its inputs in increasing row-major order,
+// starting from the init value, rounding to the element type after every step (so a bf16 sum
+// rounds at each add, as XLA's evaluator does).
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sim/interp/array_util.h"
+#include "sim/interp/element_types.h"
+#include "sim/interp/evaluator.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace interp {
+namespace {
+
+bool IsCommutative(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd:
+    case BinaryOp::kMultiply:
+    case BinaryOp::kMaximum:
+    case BinaryOp::kMinimum:
+    case BinaryOp::kAnd:
+    case BinaryOp::kOr:
+    case BinaryOp::kXor:
+      return true;
+    case BinaryOp::kSubtract:
+    case BinaryOp::kDivide:
+    case BinaryOp::kRemainder:
+    case BinaryOp::kPower:
+    case BinaryOp::kAtan2:
+    case BinaryOp::kShiftLeft:
+    case BinaryOp::kShiftRightArithmetic:
+    case BinaryOp::kShiftRightLogical:
+      return false;
+  }
+  return false;
+}
+
+// Strides into the output for each input dimension (0 for reduced dimensions).
+std::vector<int64_t> OutputStridesPerInputDim(absl::Span<const int64_t> in_dims,
+                                              absl::Span<const int64_t> reduced) {
+  std::vector<bool> is_reduced(in_dims.size(), false);
+  for (int64_t d : reduced) is_reduced[d] = true;
+  std::vector<int64_t> out_dims;
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    if (!is_reduced[d]) out_dims.push_back(in_dims[d]);
+  }
+  const std::vector<int64_t> out_strides = RowMajorStrides(out_dims);
+  std::vector<int64_t> result(in_dims.size(), 0);
+  size_t k = 0;
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    if (!is_reduced[d]) result[d] = out_strides[k++];
+  }
+  return result;
+}
+
+// Calls f(input linear index, output linear index) for every input element in row-major order.
+template <typename F>
+void ForEachReduced(absl::Span<const int64_t> in_dims, absl::Span<const int64_t> out_strides,
+                    F&& f) {
+  const int64_t rank = static_cast<int64_t>(in_dims.size());
+  const int64_t n = ElementCountOf(in_dims);
+  if (n == 0) return;
+  if (rank == 0) {
+    f(0, 0);
+    return;
+  }
+  const int64_t inner = in_dims[rank - 1];
+  const int64_t inner_stride = out_strides[rank - 1];
+  std::vector<int64_t> index(rank - 1, 0);
+  int64_t i = 0;
+  int64_t base = 0;
+  while (i < n) {
+    int64_t o = base;
+    for (int64_t j = 0; j < inner; ++j, ++i, o += inner_stride) f(i, o);
+    int64_t d = rank - 2;
+    for (; d >= 0; --d) {
+      base += out_strides[d];
+      if (++index[d] < in_dims[d]) break;
+      base -= out_strides[d] * in_dims[d];
+      index[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
+absl::StatusOr<std::vector<Value>> CallForValues(DeviceEvaluator& ev, const Computation& c,
+                                                 absl::Span<const Value> args, size_t expected) {
+  PERFSIM_ASSIGN_OR_RETURN(Value result, ev.CallScalar(c, args));
+  if (expected == 1 && result.is_array()) return std::vector<Value>{std::move(result)};
+  if (!result.is_tuple() || result.elements().size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(c.name(), ": expected ", expected,
+                                                   " scalar results; got ",
+                                                   result.shape().ToString(false)));
+  }
+  return result.elements();
+}
+
+}  // namespace
+
+std::optional<BinaryOp> MatchBinaryComputation(const Computation& computation) {
+  const Instruction* root = computation.root();
+  if (root == nullptr || computation.parameter_count() != 2 || root->operand_count() != 2) {
+    return std::nullopt;
+  }
+  const std::optional<BinaryOp> op = BinaryOpOf(root->opcode());
+  if (!op.has_value()) return std::nullopt;
+  const Instruction* p0 = computation.parameter(0);
+  const Instruction* p1 = computation.parameter(1);
+  if (p0 == nullptr || p1 == nullptr) return std::nullopt;
+  const bool in_order = root->operand(0) == p0 && root->operand(1) == p1;
+  const bool swapped = root->operand(0) == p1 && root->operand(1) == p0;
+  if (!in_order && !(swapped && IsCommutative(*op))) return std::nullopt;
+  const Shape& s = root->shape();
+  if (!s.IsScalar() || p0->shape() != p1->shape() || !p0->shape().IsScalar() ||
+      p0->shape().element_type() != s.element_type()) {
+    return std::nullopt;
+  }
+  return op;
+}
+
+bool ReturnsSecondParameter(const Computation& computation) {
+  return computation.parameter_count() == 2 && computation.root() != nullptr &&
+         computation.root() == computation.parameter(1);
+}
+
+absl::StatusOr<Value> ElementAsScalar(DeviceEvaluator& ev, const Literal& array, int64_t index) {
+  const PrimitiveType type = array.shape().element_type();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> scalar, ev.Allocate(Shape::Scalar(type)));
+  const int64_t bytes = ByteWidth(type);
+  std::memcpy(scalar->mutable_data().data(), array.data().data() + index * bytes, bytes);
+  return Value::Array(std::move(scalar));
+}
+
+absl::Status StoreScalar(const Value& scalar, Literal* array, int64_t index) {
+  const PrimitiveType type = array->shape().element_type();
+  if (!scalar.is_array() || scalar.array_shape().element_type() != type ||
+      scalar.array().element_count() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a ", PrimitiveTypeName(type),
+                                                   " scalar from the computation; got ",
+                                                   scalar.shape().ToString(false)));
+  }
+  const int64_t bytes = ByteWidth(type);
+  std::memcpy(array->mutable_data().data() + index * bytes, scalar.data(), bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CombineInto(DeviceEvaluator& ev, const Computation& computation, Literal* accumulator,
+                         const Literal& update) {
+  const PrimitiveType type = accumulator->shape().element_type();
+  const int64_t n = accumulator->element_count();
+  const std::optional<BinaryOp> op = MatchBinaryComputation(computation);
+  if (op.has_value() && computation.root()->shape().element_type() == type &&
+      update.shape().element_type() == type) {
+    return DispatchElementType(type, computation.name(), [&](auto traits) {
+      using T = decltype(traits);
+      PERFSIM_RETURN_IF_ERROR(CheckBinaryOpType(*op, T::kKind, type));
+      return DispatchBinaryOp(*op, [&](auto op_constant) {
+        constexpr BinaryOp kOp = decltype(op_constant)::value;
+        uint8_t* acc = accumulator->mutable_data().data();
+        const uint8_t* in = update.data().data();
+        for (int64_t i = 0; i < n; ++i) {
+          T::Store(acc, i, T::Round(ApplyBinary<T, kOp>(T::Load(acc, i), T::Load(in, i))));
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    PERFSIM_ASSIGN_OR_RETURN(Value a, ElementAsScalar(ev, *accumulator, i));
+    PERFSIM_ASSIGN_OR_RETURN(Value b, ElementAsScalar(ev, update, i));
+    PERFSIM_ASSIGN_OR_RETURN(Value r, ev.CallScalar(computation, {a, b}));
+    PERFSIM_RETURN_IF_ERROR(StoreScalar(r, accumulator, i));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Value> EvalReduce(DeviceEvaluator& ev, const Instruction& instruction,
+                                 OperandValues operands) {
+  const int64_t n = static_cast<int64_t>(operands.size()) / 2;
+  const Computation* f = instruction.to_apply();
+  if (f == nullptr || n < 1 || static_cast<int64_t>(operands.size()) != 2 * n) {
+    return absl::InvalidArgumentError("expected N inputs, N init values and to_apply");
+  }
+  const std::vector<int64_t> reduced =
+      instruction.attributes().dimensions.value_or(std::vector<int64_t>{});
+  const Shape& in_shape = operands[0]->array_shape();
+  for (int64_t d : reduced) {
+    if (d < 0 || d >= in_shape.rank()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected reduce dimensions of ", in_shape.ToString(false), "; got ", d));
+    }
+  }
+  const std::vector<int64_t> out_strides = OutputStridesPerInputDim(in_shape.dimensions(), reduced);
+  std::vector<int64_t> out_dims;
+  for (int64_t d = 0; d < in_shape.rank(); ++d) {
+    if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) {
+      out_dims.push_back(in_shape.dimensions(d));
+    }
+  }
+  // Outputs start as copies of the init values.
+  std::vector<std::shared_ptr<Literal>> outs;
+  for (int64_t k = 0; k < n; ++k) {
+    const Literal& init = operands[n + k]->array();
+    const PrimitiveType type = operands[k]->array_shape().element_type();
+    PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
+                             ev.Allocate(Shape::Array(type, out_dims)));
+    const int64_t bytes = ByteWidth(type);
+    for (int64_t o = 0; o < out->element_count(); ++o) {
+      std::memcpy(out->mutable_data().data() + o * bytes, init.data().data(), bytes);
+    }
+    outs.push_back(std::move(out));
+  }
+  const std::optional<BinaryOp> op = MatchBinaryComputation(*f);
+  if (n == 1 && op.has_value() && f->root()->shape().element_type() == in_shape.element_type()) {
+    PERFSIM_RETURN_IF_ERROR(
+        DispatchElementType(in_shape.element_type(), f->name(), [&](auto traits) {
+          using T = decltype(traits);
+          PERFSIM_RETURN_IF_ERROR(CheckBinaryOpType(*op, T::kKind, in_shape.element_type()));
+          return DispatchBinaryOp(*op, [&](auto op_constant) {
+            constexpr BinaryOp kOp = decltype(op_constant)::value;
+            using C = typename T::Compute;
+            const int64_t count = outs[0]->element_count();
+            uint8_t* out = outs[0]->mutable_data().data();
+            std::vector<C> acc(count);
+            for (int64_t o = 0; o < count; ++o) acc[o] = T::Load(out, o);
+            const uint8_t* in = operands[0]->data();
+            ForEachReduced(in_shape.dimensions(), out_strides, [&](int64_t i, int64_t o) {
+              acc[o] = T::Round(ApplyBinary<T, kOp>(acc[o], T::Load(in, i)));
+            });
+            for (int64_t o = 0; o < count; ++o) T::Store(out, o, acc[o]);
+            return absl::OkStatus();
+          });
+        }));
+    return Value::Array(std::move(outs[0]));
+  }
+  // General reducer: one call per input element with (accumulators..., inputs...).
+  absl::Status status = absl::OkStatus();
+  std::vector<Value> args(2 * n);
+  ForEachReduced(in_shape.dimensions(), out_strides, [&](int64_t i, int64_t o) {
+    if (!status.ok()) return;
+    status = [&]() -> absl::Status {
+      for (int64_t k = 0; k < n; ++k) {
+        PERFSIM_ASSIGN_OR_RETURN(args[k], ElementAsScalar(ev, *outs[k], o));
+        PERFSIM_ASSIGN_OR_RETURN(args[n + k], ElementAsScalar(ev, operands[k]->array(), i));
+      }
+      PERFSIM_ASSIGN_OR_RETURN(std::vector<Value> results, CallForValues(ev, *f, args, n));
+      for (int64_t k = 0; k < n; ++k) {
+        PERFSIM_RETURN_IF_ERROR(StoreScalar(results[k], outs[k].get(), o));
+      }
+      return absl::OkStatus();
+    }();
+  });
+  PERFSIM_RETURN_IF_ERROR(status);
+  if (n == 1 && !instruction.shape().IsTuple()) return Value::Array(std::move(outs[0]));
+  std::vector<Value> elements;
+  for (auto& out : outs) elements.push_back(Value::Array(std::move(out)));
+  return Value::Tuple(std::move(elements));
+}
+
+namespace {
+
+// Window geometry shared by reduce-window and select-and-scatter.
+struct WindowGeometry {
+  std::vector<int64_t> in_dims;
+  std::vector<int64_t> out_dims;
+  std::vector<WindowDimension> window;
+};
+
+absl::StatusOr<WindowGeometry> MakeWindowGeometry(const Instruction& instruction,
+                                                  const Shape& in_shape) {
+  WindowGeometry g;
+  g.in_dims = in_shape.dimensions();
+  const auto& window = instruction.attributes().window;
+  if (window.has_value()) g.window = *window;
+  if (g.window.empty() && in_shape.rank() > 0) g.window.resize(in_shape.rank());
+  if (static_cast<int64_t>(g.window.size()) != in_shape.rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a window of rank ", in_shape.rank(), "; got ", g.window.size()));
+  }
+  for (size_t d = 0; d < g.window.size(); ++d) {
+    const WindowDimension& w = g.window[d];
+    if (w.stride < 1 || w.size < 0 || w.base_dilation < 1 || w.window_dilation < 1) {
+      return absl::InvalidArgumentError("expected positive window sizes, strides and dilations");
+    }
+    const int64_t dilated_base = g.in_dims[d] == 0 ? 0 : (g.in_dims[d] - 1) * w.base_dilation + 1;
+    const int64_t padded = dilated_base + w.padding_low + w.padding_high;
+    const int64_t dilated_window = w.size == 0 ? 0 : (w.size - 1) * w.window_dilation + 1;
+    g.out_dims.push_back(padded < dilated_window ? 0 : (padded - dilated_window) / w.stride + 1);
+  }
+  return g;
+}
+
+// Calls f(input linear index) for every in-bounds input element of window `out_index`, in
+// row-major window order; padding and base-dilation holes are skipped.
+template <typename F>
+void ForEachInWindow(const WindowGeometry& g, absl::Span<const int64_t> out_index,
+                     absl::Span<const int64_t> in_strides, F&& f) {
+  const int64_t rank = static_cast<int64_t>(g.in_dims.size());
+  std::vector<int64_t> wsize(rank);
+  for (int64_t d = 0; d < rank; ++d) wsize[d] = g.window[d].size;
+  if (ElementCountOf(wsize) == 0) return;
+  std::vector<int64_t> w(rank, 0);
+  do {
+    int64_t linear = 0;
+    bool valid = true;
+    for (int64_t d = 0; d < rank && valid; ++d) {
+      const WindowDimension& wd = g.window[d];
+      const int64_t dilated = out_index[d] * wd.stride + w[d] * wd.window_dilation - wd.padding_low;
+      if (dilated < 0 || dilated % wd.base_dilation != 0) {
+        valid = false;
+        break;
+      }
+      const int64_t pos = dilated / wd.base_dilation;
+      if (pos >= g.in_dims[d]) {
+        valid = false;
+        break;
+      }
+      linear += pos * in_strides[d];
+    }
+    if (valid) f(linear);
+  } while (NextIndex(wsize, &w));
+}
+
+}  // namespace
+
+absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& instruction,
+                                       OperandValues operands) {
+  const int64_t n = static_cast<int64_t>(operands.size()) / 2;
+  const Computation* f = instruction.to_apply();
+  if (f == nullptr || n < 1 || static_cast<int64_t>(operands.size()) != 2 * n) {
+    return absl::InvalidArgumentError("expected N inputs, N init values and to_apply");
+  }
+  const Shape& in_shape = operands[0]->array_shape();
+  PERFSIM_ASSIGN_OR_RETURN(WindowGeometry g, MakeWindowGeometry(instruction, in_shape));
+  const std::vector<int64_t> in_strides = RowMajorStrides(g.in_dims);
+  std::vector<std::shared_ptr<Literal>> outs;
+  for (int64_t k = 0; k < n; ++k) {
+    PERFSIM_ASSIGN_OR_RETURN(
+        std::shared_ptr<Literal> out,
+        ev.Allocate(Shape::Array(operands[k]->array_shape().element_type(), g.out_dims)));
+    outs.push_back(std::move(out));
+  }
+  const int64_t out_count = ElementCountOf(g.out_dims);
+  const std::optional<BinaryOp> op = MatchBinaryComputation(*f);
+  std::vector<int64_t> out_index(g.out_dims.size(), 0);
+  if (n == 1 && op.has_value() && f->root()->shape().element_type() == in_shape.element_type()) {
+    PERFSIM_RETURN_IF_ERROR(
+        DispatchElementType(in_shape.element_type(), f->name(), [&](auto traits) {
+          using T = decltype(traits);
+          PERFSIM_RETURN_IF_ERROR(CheckBinaryOpType(*op, T::kKind, in_shape.element_type()));
+          return DispatchBinaryOp(*op, [&](auto op_constant) {
+            constexpr BinaryOp kOp = decltype(op_constant)::value;
+            const uint8_t* in = operands[0]->data();
+            uint8_t* out = outs[0]->mutable_data().data();
+            const typename T::Compute init = T::Load(operands[1]->data(), 0);
+            for (int64_t o = 0; o < out_count; ++o) {
+              typename T::Compute acc = init;
+              ForEachInWindow(g, out_index, in_strides, [&](int64_t i) {
+                acc = T::Round(ApplyBinary<T, kOp>(acc, T::Load(in, i)));
+              });
+              T::Store(out, o, acc);
+              NextIndex(g.out_dims, &out_index);
+            }
+            return absl::OkStatus();
+          });
+        }));
+    return Value::Array(std::move(outs[0]));
+  }
+  std::vector<Value> acc(n);
+  std::vector<Value> args(2 * n);
+  for (int64_t o = 0; o < out_count; ++o) {
+    for (int64_t k = 0; k < n; ++k) acc[k] = *operands[n + k];
+    absl::Status status = absl::OkStatus();
+    ForEachInWindow(g, out_index, in_strides, [&](int64_t i) {
+      if (!status.ok()) return;
+      status = [&]() -> absl::Status {
+        for (int64_t k = 0; k < n; ++k) {
+          args[k] = acc[k];
+          PERFSIM_ASSIGN_OR_RETURN(args[n + k], ElementAsScalar(ev, operands[k]->array(), i));
+        }
+        PERFSIM_ASSIGN_OR_RETURN(acc, CallForValues(ev, *f, args, n));
+        return absl::OkStatus();
+      }();
+    });
+    PERFSIM_RETURN_IF_ERROR(status);
+    for (int64_t k = 0; k < n; ++k) PERFSIM_RETURN_IF_ERROR(StoreScalar(acc[k], outs[k].get(), o));
+    NextIndex(g.out_dims, &out_index);
+  }
+  if (n == 1 && !instruction.shape().IsTuple()) return Value::Array(std::move(outs[0]));
+  std::vector<Value> elements;
+  for (auto& out : outs) elements.push_back(Value::Array(std::move(out)));
+  return Value::Tuple(std::move(elements));
+}
+
+absl::StatusOr<Value> EvalSelectAndScatter(DeviceEvaluator& ev, const Instruction& instruction,
+                                           OperandValues operands) {
+  // operands: operand, source, init_value. For each window (one per source element), `select`
+  // picks an element: the first in-bounds one, replaced by each later one e for which
+  // select(current, e) is false. The source value is then combined into the output at the
+  // picked position with `scatter`; the output starts as init_value everywhere.
+  const Computation* select = instruction.select();
+  const Computation* scatter = instruction.scatter();
+  if (select == nullptr || scatter == nullptr) {
+    return absl::InvalidArgumentError("expected select= and scatter= computations");
+  }
+  const Literal& operand = operands[0]->array();
+  const Literal& source = operands[1]->array();
+  PERFSIM_ASSIGN_OR_RETURN(WindowGeometry g, MakeWindowGeometry(instruction, operand.shape()));
+  if (g.out_dims != source.shape().dimensions()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected source dimensions to be the window output [",
+                     absl::StrJoin(g.out_dims, ","), "]; got ", source.shape().ToString(false)));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ev.Allocate(operand.shape()));
+  const int64_t bytes = ByteWidth(operand.shape().element_type());
+  for (int64_t i = 0; i < out->element_count(); ++i) {
+    std::memcpy(out->mutable_data().data() + i * bytes, operands[2]->data(), bytes);
+  }
+  const std::vector<int64_t> in_strides = RowMajorStrides(g.in_dims);
+  std::vector<int64_t> out_index(g.out_dims.size(), 0);
+  const int64_t windows = ElementCountOf(g.out_dims);
+  for (int64_t s = 0; s < windows; ++s) {
+    int64_t picked = -1;
+    absl::Status status = absl::OkStatus();
+    ForEachInWindow(g, out_index, in_strides, [&](int64_t i) {
+      if (!status.ok()) return;
+      if (picked < 0) {
+        picked = i;
+        return;
+      }
+      status = [&]() -> absl::Status {
+        PERFSIM_ASSIGN_OR_RETURN(Value current, ElementAsScalar(ev, operand, picked));
+        PERFSIM_ASSIGN_OR_RETURN(Value candidate, ElementAsScalar(ev, operand, i));
+        PERFSIM_ASSIGN_OR_RETURN(Value keep, ev.CallScalar(*select, {current, candidate}));
+        if (!keep.is_array()) return absl::InvalidArgumentError("expected select to return pred[]");
+        if (keep.array().GetAsInt64(0) == 0) picked = i;
+        return absl::OkStatus();
+      }();
+    });
+    PERFSIM_RETURN_IF_ERROR(status);
+    if (picked >= 0) {
+      PERFSIM_ASSIGN_OR_RETURN(Value acc, ElementAsScalar(ev, *out, picked));
+      PERFSIM_ASSIGN_OR_RETURN(Value update, ElementAsScalar(ev, source, s));
+      PERFSIM_ASSIGN_OR_RETURN(Value r, ev.CallScalar(*scatter, {acc, update}));
+      PERFSIM_RETURN_IF_ERROR(StoreScalar(r, out.get(), picked));
+    }
+    NextIndex(g.out_dims, &out_index);
+  }
+  return Value::Array(std::move(out));
+}
+
+}  // namespace interp
+}  // namespace perfsim

@@ -1,0 +1,136 @@
+// RunModule: checks inputs, builds the plans, and runs one DeviceEvaluator per virtual device
+// (on threads when there is more than one device; the collective hub keeps them in step).
+#include "sim/interp/interpreter.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sim/interp/collectives.h"
+#include "sim/interp/evaluator.h"
+#include "sim/interp/value.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+using interp::CollectiveHub;
+using interp::DeviceEvaluator;
+using interp::DeviceGrid;
+using interp::MemoryBudget;
+using interp::RunContext;
+using interp::Value;
+
+absl::Status CheckInputs(const Computation& entry, const std::vector<Literal>& inputs,
+                         int64_t set) {
+  if (static_cast<int64_t>(inputs.size()) != entry.parameter_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("inputs for device ", set, ": expected ",
+                                                   entry.parameter_count(),
+                                                   " entry parameters; got ", inputs.size()));
+  }
+  for (int64_t p = 0; p < entry.parameter_count(); ++p) {
+    const Instruction* param = entry.parameter(p);
+    if (param == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          entry.name(), ": expected parameters numbered 0..n-1; parameter ", p, " is missing"));
+    }
+    if (!SameShapeIgnoringLayout(param->shape(), inputs[p].shape())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", p, " for device ", set, " (parameter ", param->name(), "): expected ",
+          param->shape().ToString(false), "; got ", inputs[p].shape().ToString(false)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Errors of devices that only failed because a peer did are less useful than the peer's own.
+absl::Status FirstRootCause(const std::vector<absl::StatusOr<Value>>& results) {
+  absl::Status fallback = absl::OkStatus();
+  for (size_t d = 0; d < results.size(); ++d) {
+    if (results[d].ok()) continue;
+    absl::Status annotated = Annotate(results[d].status(), absl::StrCat("device ", d));
+    if (results[d].status().code() != absl::StatusCode::kAborted) return annotated;
+    if (fallback.ok()) fallback = annotated;
+  }
+  return fallback;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> RunModule(const Module& module,
+                                    const std::vector<std::vector<Literal>>& inputs,
+                                    const InterpreterOptions& options) {
+  const Computation* entry = module.entry();
+  if (entry == nullptr) return absl::InvalidArgumentError("module: expected an ENTRY computation");
+  if (options.memory_budget_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory budget: expected a positive size; got ", options.memory_budget_bytes));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(DeviceGrid grid, interp::MakeDeviceGrid(module, options.num_devices));
+  const int64_t n = options.num_devices;
+  if (inputs.size() != 1 && static_cast<int64_t>(inputs.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs: expected one set for all devices or one per device (", n, "); got ",
+                     inputs.size()));
+  }
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    PERFSIM_RETURN_IF_ERROR(CheckInputs(*entry, inputs[s], static_cast<int64_t>(s)));
+  }
+
+  // The budget outlives every value below (they release into it).
+  MemoryBudget budget(options.memory_budget_bytes);
+  std::vector<std::vector<Value>> args(inputs.size());
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    for (const Literal& literal : inputs[s]) {
+      absl::StatusOr<Value> v = interp::ValueFromLiteral(budget, literal);
+      if (!v.ok()) return Annotate(v.status(), "inputs");
+      args[s].push_back(*std::move(v));
+    }
+  }
+
+  RunContext run;
+  run.module = &module;
+  run.options = &options;
+  run.budget = &budget;
+  run.grid = &grid;
+  PERFSIM_RETURN_IF_ERROR(interp::BuildPlans(module, &run));
+  CollectiveHub hub(n, options.num_threads);
+  run.hub = &hub;
+
+  std::vector<absl::StatusOr<Value>> results(n);
+  auto run_device = [&](int64_t d) {
+    hub.AcquireRunSlot();
+    {
+      DeviceEvaluator evaluator(run, d);
+      results[d] = evaluator.Evaluate(*entry, args[inputs.size() == 1 ? 0 : d]);
+    }
+    hub.ReleaseRunSlot();
+    hub.DeviceFinished(d);
+  };
+  if (n == 1) {
+    run_device(0);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (int64_t d = 0; d < n; ++d) threads.emplace_back(run_device, d);
+    for (std::thread& t : threads) t.join();
+  }
+  args.clear();
+  PERFSIM_RETURN_IF_ERROR(FirstRootCause(results));
+
+  RunResult result;
+  result.peak_live_bytes = budget.peak_bytes();
+  result.outputs.resize(n);
+  for (int64_t d = 0; d < n; ++d) {
+    const Value& root = *results[d];
+    if (root.is_tuple()) {
+      for (const Value& e : root.elements()) result.outputs[d].push_back(e.ToLiteral());
+    } else {
+      result.outputs[d].push_back(root.ToLiteral());
+    }
+  }
+  results.clear();
+  return result;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,228 @@
+#include "sim/interp/random_inputs.h"
+
+#include <algorithm>
+#include <deque>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "sim/interp/custom_calls.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+// SplitMix64: a small, fixed, platform-independent generator.
+class Stream {
+ public:
+  Stream(uint64_t seed, uint64_t device, uint64_t parameter)
+      : state_(seed * 0x9e3779b97f4a7c15ull ^ (device + 1) * 0xbf58476d1ce4e5b9ull ^
+               (parameter + 1) * 0x94d049bb133111ebull) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1).
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
+  // Uniform in [0, n), n >= 1.
+  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
+
+ private:
+  uint64_t state_;
+};
+
+struct IntRule {
+  enum class Kind { kUniform, kGroupSizes, kZeros };
+  Kind kind = Kind::kUniform;
+  int64_t hi = 8;    // kUniform: values in [0, hi)
+  int64_t rows = 0;  // kGroupSizes: the sizes sum to this
+};
+
+using Users =
+    absl::flat_hash_map<const Instruction*, std::vector<std::pair<const Instruction*, int64_t>>>;
+
+Users BuildUsers(const Module& module) {
+  Users users;
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      for (int64_t i = 0; i < instruction->operand_count(); ++i) {
+        users[instruction->operand(i)].push_back({instruction.get(), i});
+      }
+    }
+  }
+  return users;
+}
+
+bool PassesValueThrough(Opcode op) {
+  return op == Opcode::kReshape || op == Opcode::kBitcast || op == Opcode::kConvert ||
+         op == Opcode::kCopy || op == Opcode::kBroadcast || op == Opcode::kSlice;
+}
+
+std::optional<IntRule> RuleForUse(const Instruction& user, int64_t index) {
+  const InstructionAttributes& attrs = user.attributes();
+  IntRule rule;
+  const Opcode op = user.opcode();
+  if (op == Opcode::kRaggedDot && index == 2 && attrs.ragged_dot_dimension_numbers.has_value() &&
+      !attrs.ragged_dot_dimension_numbers->lhs_ragged_dimensions.empty()) {
+    const int64_t r = attrs.ragged_dot_dimension_numbers->lhs_ragged_dimensions[0];
+    const Shape& lhs = user.operand(0)->shape();
+    if (r >= 0 && r < lhs.rank()) {
+      rule.kind = IntRule::Kind::kGroupSizes;
+      rule.rows = lhs.dimensions(r);
+      return rule;
+    }
+  }
+  if (op == Opcode::kCustomCall && index == 2 &&
+      (attrs.custom_call_target == kGmmTarget || attrs.custom_call_target == kTgmmTarget)) {
+    const Shape& lhs = user.operand(0)->shape();
+    if (lhs.rank() == 2) {
+      rule.kind = IntRule::Kind::kGroupSizes;
+      rule.rows = lhs.dimensions(attrs.custom_call_target == kGmmTarget ? 0 : 1);
+      return rule;
+    }
+  }
+  if (op == Opcode::kRaggedAllToAll && index >= 2) {
+    rule.kind = IntRule::Kind::kZeros;
+    return rule;
+  }
+  if (op == Opcode::kDynamicSlice && index >= 1) {
+    const Shape& in = user.operand(0)->shape();
+    const int64_t d = index - 1;
+    if (d < in.rank() && d < user.shape().rank()) {
+      rule.hi = std::max<int64_t>(1, in.dimensions(d) - user.shape().dimensions(d) + 1);
+      return rule;
+    }
+  }
+  if (op == Opcode::kDynamicUpdateSlice && index >= 2) {
+    const Shape& in = user.operand(0)->shape();
+    const Shape& update = user.operand(1)->shape();
+    const int64_t d = index - 2;
+    if (d < in.rank() && d < update.rank()) {
+      rule.hi = std::max<int64_t>(1, in.dimensions(d) - update.dimensions(d) + 1);
+      return rule;
+    }
+  }
+  auto min_dim = [](const Shape& s, const std::vector<int64_t>& dims) {
+    int64_t m = -1;
+    for (int64_t d : dims) {
+      if (d >= 0 && d < s.rank()) m = m < 0 ? s.dimensions(d) : std::min(m, s.dimensions(d));
+    }
+    return std::max<int64_t>(1, m < 0 ? 1 : m);
+  };
+  if (op == Opcode::kGather && index == 1 && attrs.gather_dimension_numbers.has_value()) {
+    rule.hi = min_dim(user.operand(0)->shape(), attrs.gather_dimension_numbers->start_index_map);
+    return rule;
+  }
+  if (op == Opcode::kScatter && index == (user.operand_count() - 1) / 2 &&
+      attrs.scatter_dimension_numbers.has_value()) {
+    rule.hi = min_dim(user.operand(0)->shape(),
+                      attrs.scatter_dimension_numbers->scatter_dims_to_operand_dims);
+    return rule;
+  }
+  return std::nullopt;
+}
+
+IntRule FindRule(const Instruction* parameter, const Users& users) {
+  std::deque<const Instruction*> work = {parameter};
+  absl::flat_hash_set<const Instruction*> seen = {parameter};
+  auto push = [&](const Instruction* i) {
+    if (i != nullptr && seen.insert(i).second) work.push_back(i);
+  };
+  while (!work.empty()) {
+    const Instruction* value = work.front();
+    work.pop_front();
+    auto it = users.find(value);
+    if (it == users.end()) continue;
+    for (const auto& [user, index] : it->second) {
+      if (std::optional<IntRule> rule = RuleForUse(*user, index)) return *rule;
+      const Opcode op = user->opcode();
+      if (PassesValueThrough(op)) {
+        push(user);
+      } else if (op == Opcode::kCall || op == Opcode::kFusion || op == Opcode::kAsyncStart) {
+        const Computation* callee = user->to_apply() != nullptr
+                                        ? user->to_apply()
+                                        : (user->calls().empty() ? nullptr : user->calls()[0]);
+        if (callee != nullptr && index < callee->parameter_count()) push(callee->parameter(index));
+      }
+    }
+  }
+  return IntRule{};
+}
+
+void FillArray(const Shape& shape, const IntRule& rule, Stream& stream, Literal* out) {
+  const int64_t n = shape.ElementCount();
+  const PrimitiveType type = shape.element_type();
+  if (IsFloatingPoint(type)) {
+    for (int64_t i = 0; i < n; ++i) out->SetFromDouble(i, 2.0 * stream.Uniform() - 1.0);
+  } else if (type == PrimitiveType::kPred) {
+    for (int64_t i = 0; i < n; ++i) out->SetFromInt64(i, static_cast<int64_t>(stream.Next() >> 63));
+  } else if (rule.kind == IntRule::Kind::kZeros) {
+    // Already zero.
+  } else if (rule.kind == IntRule::Kind::kGroupSizes) {
+    const int64_t groups = shape.rank() == 0 ? 1 : shape.dimensions().back();
+    if (groups == 0) return;
+    for (int64_t row = 0; row < n / groups; ++row) {
+      std::vector<int64_t> counts(groups, 0);
+      for (int64_t r = 0; r < rule.rows; ++r) ++counts[stream.Below(groups)];
+      for (int64_t g = 0; g < groups; ++g) out->SetFromInt64(row * groups + g, counts[g]);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) out->SetFromInt64(i, stream.Below(rule.hi));
+  }
+}
+
+absl::StatusOr<Literal> MakeValue(const Shape& shape, const IntRule& rule, Stream& stream) {
+  if (shape.IsTuple()) {
+    Literal out(shape);
+    for (int64_t i = 0; i < shape.tuple_size(); ++i) {
+      PERFSIM_ASSIGN_OR_RETURN((*out.mutable_tuple_elements())[i],
+                               MakeValue(shape.tuple_shapes(i), IntRule{}, stream));
+    }
+    return out;
+  }
+  if (!shape.IsArray() || IsComplex(shape.element_type())) {
+    return absl::UnimplementedError(
+        absl::StrCat("expected a real array or tuple parameter; got ", shape.ToString(false)));
+  }
+  Literal out(Shape::Array(shape.element_type(), shape.dimensions()));
+  FillArray(shape, rule, stream, &out);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::vector<Literal>>> MakeRandomInputs(const Module& module,
+                                                                   int64_t num_devices,
+                                                                   uint64_t seed) {
+  const Computation* entry = module.entry();
+  if (entry == nullptr) return absl::InvalidArgumentError("module: expected an ENTRY computation");
+  if (num_devices < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices: expected at least 1; got ", num_devices));
+  }
+  const Users users = BuildUsers(module);
+  std::vector<IntRule> rules;
+  for (int64_t p = 0; p < entry->parameter_count(); ++p) {
+    const Instruction* param = entry->parameter(p);
+    if (param == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(entry->name(), ": expected parameters numbered 0..n-1; ", p, " is missing"));
+    }
+    rules.push_back(FindRule(param, users));
+  }
+  std::vector<std::vector<Literal>> inputs(num_devices);
+  for (int64_t d = 0; d < num_devices; ++d) {
+    for (int64_t p = 0; p < entry->parameter_count(); ++p) {
+      Stream stream(seed, static_cast<uint64_t>(d), static_cast<uint64_t>(p));
+      absl::StatusOr<Literal> value = MakeValue(entry->parameter(p)->shape(), rules[p], stream);
+      if (!value.ok()) return Annotate(value.status(), entry->parameter(p)->name());
+      inputs[d].push_back(*std::move(value));
+    }
+  }
+  return inputs;
+}
+
+}  // namespace perfsim

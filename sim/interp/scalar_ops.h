@@ -1,0 +1,412 @@
+// Scalar semantics of the elementwise ops, on the compute types of element_types.h.
+//
+// XLA's rules where C++ leaves things undefined or differs:
+//   - integer add/subtract/multiply/negate/abs wrap (done in unsigned arithmetic);
+//   - x / 0 is -1 (all bits set) and x % 0 is x for integers; INT_MIN / -1 is INT_MIN and
+//     INT_MIN % -1 is 0;
+//   - shifts by a negative amount or by >= the bit width give 0 (shift-left, logical right)
+//     or the sign fill (arithmetic right);
+//   - integer power with a negative exponent is 0 unless the base is 1 or -1;
+//   - maximum/minimum propagate NaN;
+//   - sign keeps +-0 and NaN.
+// Binary and unary ops are template-dispatched once per instruction (DispatchBinaryOp), so the
+// per-element loop has no switch.
+#ifndef PERFSIM_SIM_INTERP_SCALAR_OPS_H_
+#define PERFSIM_SIM_INTERP_SCALAR_OPS_H_
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "sim/interp/element_types.h"
+#include "sim/ir/attributes.h"
+#include "sim/ir/opcode.h"
+
+namespace perfsim {
+namespace interp {
+
+// clang-format off
+enum class UnaryOp {
+  kAbs, kNegate, kExp, kExpm1, kLog, kLog1p, kSqrt, kRsqrt, kCbrt, kTanh, kLogistic, kSin, kCos,
+  kTan, kErf, kFloor, kCeil, kRoundAfz, kRoundEven, kSign, kNot, kPopcnt, kClz, kCopy,
+};
+// clang-format on
+
+// clang-format off
+enum class BinaryOp {
+  kAdd, kSubtract, kMultiply, kDivide, kRemainder, kMaximum, kMinimum, kPower, kAtan2, kAnd, kOr,
+  kXor, kShiftLeft, kShiftRightArithmetic, kShiftRightLogical,
+};
+// clang-format on
+
+// The unary / binary elementwise op of an opcode, or nullopt for other opcodes.
+std::optional<UnaryOp> UnaryOpOf(Opcode opcode);
+std::optional<BinaryOp> BinaryOpOf(Opcode opcode);
+
+// OK when `op` is defined on elements of `kind`; InvalidArgument otherwise ("expected ...").
+absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type);
+absl::Status CheckBinaryOpType(BinaryOp op, ElementKind kind, PrimitiveType type);
+
+template <typename T>
+constexpr int kBitsOf = T::kType == PrimitiveType::kS4 || T::kType == PrimitiveType::kU4   ? 4
+                        : T::kType == PrimitiveType::kS2 || T::kType == PrimitiveType::kU2 ? 2
+                        : T::kType == PrimitiveType::kS1 || T::kType == PrimitiveType::kU1
+                            ? 1
+                            : static_cast<int>(sizeof(typename T::Compute) * 8);
+
+// Unsigned view of a compute value, for wrapping arithmetic and bit ops.
+template <typename T>
+using UnsignedOf = std::make_unsigned_t<
+    std::conditional_t<std::is_same_v<typename T::Compute, bool>, uint8_t, typename T::Compute>>;
+
+template <typename T, UnaryOp kOp>
+inline typename T::Compute ApplyUnary(typename T::Compute x) {
+  using C = typename T::Compute;
+  if constexpr (kOp == UnaryOp::kCopy) {
+    return x;
+  } else if constexpr (kIsPred<T>) {
+    return kOp == UnaryOp::kNot ? !x : x;
+  } else if constexpr (kIsFloat<T>) {
+    switch (kOp) {
+      case UnaryOp::kAbs:
+        return std::fabs(x);
+      case UnaryOp::kNegate:
+        return -x;
+      case UnaryOp::kExp:
+        return std::exp(x);
+      case UnaryOp::kExpm1:
+        return std::expm1(x);
+      case UnaryOp::kLog:
+        return std::log(x);
+      case UnaryOp::kLog1p:
+        return std::log1p(x);
+      case UnaryOp::kSqrt:
+        return std::sqrt(x);
+      case UnaryOp::kRsqrt:
+        return C(1) / std::sqrt(x);
+      case UnaryOp::kCbrt:
+        return std::cbrt(x);
+      case UnaryOp::kTanh:
+        return std::tanh(x);
+      case UnaryOp::kLogistic:
+        return C(1) / (C(1) + std::exp(-x));
+      case UnaryOp::kSin:
+        return std::sin(x);
+      case UnaryOp::kCos:
+        return std::cos(x);
+      case UnaryOp::kTan:
+        return std::tan(x);
+      case UnaryOp::kErf:
+        return std::erf(x);
+      case UnaryOp::kFloor:
+        return std::floor(x);
+      case UnaryOp::kCeil:
+        return std::ceil(x);
+      case UnaryOp::kRoundAfz:
+        return std::round(x);
+      case UnaryOp::kRoundEven:
+        return std::nearbyint(x);
+      case UnaryOp::kSign:
+        return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);
+      case UnaryOp::kNot:
+      case UnaryOp::kPopcnt:
+      case UnaryOp::kClz:
+      case UnaryOp::kCopy:
+        break;
+    }
+    return x;
+  } else {
+    using U = UnsignedOf<T>;
+    constexpr int kBits = kBitsOf<T>;
+    constexpr U kMask = kBits >= static_cast<int>(sizeof(U) * 8)
+                            ? static_cast<U>(~U(0))
+                            : static_cast<U>((U(1) << kBits) - 1);
+    const U u = static_cast<U>(x);
+    switch (kOp) {
+      case UnaryOp::kAbs:
+        if constexpr (std::is_signed_v<C>) return T::Round(static_cast<C>(x < 0 ? U(0) - u : u));
+        return x;
+      case UnaryOp::kNegate:
+        return T::Round(static_cast<C>(U(0) - u));
+      case UnaryOp::kSign:
+        if constexpr (std::is_signed_v<C>) return static_cast<C>(x > 0 ? 1 : (x < 0 ? -1 : 0));
+        return static_cast<C>(x != 0 ? 1 : 0);
+      case UnaryOp::kNot:
+        return T::Round(static_cast<C>(~u));
+      case UnaryOp::kPopcnt:
+        return static_cast<C>(std::popcount(static_cast<U>(u & kMask)));
+      case UnaryOp::kClz:
+        return static_cast<C>(std::countl_zero(static_cast<U>(u & kMask)) -
+                              (static_cast<int>(sizeof(U) * 8) - kBits));
+      default:
+        break;
+    }
+    return x;
+  }
+}
+
+template <typename C>
+inline bool IsNan(C x) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::isnan(x);
+  } else {
+    return false;
+  }
+}
+
+template <typename T, BinaryOp kOp>
+inline typename T::Compute ApplyBinary(typename T::Compute a, typename T::Compute b) {
+  using C = typename T::Compute;
+  if constexpr (kIsPred<T>) {
+    switch (kOp) {
+      case BinaryOp::kAnd:
+      case BinaryOp::kMinimum:
+      case BinaryOp::kMultiply:
+        return a && b;
+      case BinaryOp::kOr:
+      case BinaryOp::kMaximum:
+      case BinaryOp::kAdd:
+        return a || b;
+      case BinaryOp::kXor:
+      case BinaryOp::kSubtract:
+        return a != b;
+      default:
+        return a;
+    }
+  } else if constexpr (kIsFloat<T>) {
+    switch (kOp) {
+      case BinaryOp::kAdd:
+        return a + b;
+      case BinaryOp::kSubtract:
+        return a - b;
+      case BinaryOp::kMultiply:
+        return a * b;
+      case BinaryOp::kDivide:
+        return a / b;
+      case BinaryOp::kRemainder:
+        return std::fmod(a, b);
+      case BinaryOp::kMaximum:
+        if (IsNan(a) || IsNan(b)) return std::numeric_limits<C>::quiet_NaN();
+        return a > b ? a : b;
+      case BinaryOp::kMinimum:
+        if (IsNan(a) || IsNan(b)) return std::numeric_limits<C>::quiet_NaN();
+        return a < b ? a : b;
+      case BinaryOp::kPower:
+        return std::pow(a, b);
+      case BinaryOp::kAtan2:
+        return std::atan2(a, b);
+      default:
+        return a;
+    }
+  } else {
+    using U = UnsignedOf<T>;
+    constexpr int kBits = kBitsOf<T>;
+    const U ua = static_cast<U>(a);
+    const U ub = static_cast<U>(b);
+    switch (kOp) {
+      case BinaryOp::kAdd:
+        return T::Round(static_cast<C>(ua + ub));
+      case BinaryOp::kSubtract:
+        return T::Round(static_cast<C>(ua - ub));
+      case BinaryOp::kMultiply:
+        return T::Round(static_cast<C>(ua * ub));
+      case BinaryOp::kDivide:
+        if (b == 0) return T::Round(static_cast<C>(~U(0)));
+        if constexpr (std::is_signed_v<C>) {
+          if (b == C(-1)) return T::Round(static_cast<C>(U(0) - ua));  // wraps for INT_MIN
+        }
+        return static_cast<C>(a / b);
+      case BinaryOp::kRemainder:
+        if (b == 0) return a;
+        if constexpr (std::is_signed_v<C>) {
+          if (b == C(-1)) return 0;
+        }
+        return static_cast<C>(a % b);
+      case BinaryOp::kMaximum:
+        return a > b ? a : b;
+      case BinaryOp::kMinimum:
+        return a < b ? a : b;
+      case BinaryOp::kPower: {
+        if constexpr (std::is_signed_v<C>) {
+          if (b < 0) {
+            if (a == 1) return 1;
+            if (a == -1) return (ub & 1) ? C(-1) : C(1);
+            return 0;
+          }
+        }
+        U result = 1;
+        U base = ua;
+        U e = ub;
+        while (e != 0) {
+          if (e & 1) result = static_cast<U>(result * base);
+          base = static_cast<U>(base * base);
+          e >>= 1;
+        }
+        return T::Round(static_cast<C>(result));
+      }
+      case BinaryOp::kAnd:
+        return T::Round(static_cast<C>(ua & ub));
+      case BinaryOp::kOr:
+        return T::Round(static_cast<C>(ua | ub));
+      case BinaryOp::kXor:
+        return T::Round(static_cast<C>(ua ^ ub));
+      case BinaryOp::kShiftLeft:
+        if (ub >= static_cast<U>(kBits)) return 0;  // also catches negative amounts
+        return T::Round(static_cast<C>(static_cast<U>(ua << ub)));
+      case BinaryOp::kShiftRightLogical: {
+        if (ub >= static_cast<U>(kBits)) return 0;
+        constexpr U kMask = kBits >= static_cast<int>(sizeof(U) * 8)
+                                ? static_cast<U>(~U(0))
+                                : static_cast<U>((U(1) << kBits) - 1);
+        return T::Round(static_cast<C>(static_cast<U>((ua & kMask) >> ub)));
+      }
+      case BinaryOp::kShiftRightArithmetic: {
+        using S = std::make_signed_t<U>;
+        // Sign-extend from kBits so sub-byte and unsigned types shift their own top bit.
+        const int64_t wide =
+            static_cast<int64_t>(static_cast<S>(static_cast<U>(ua << (sizeof(U) * 8 - kBits)))) >>
+            (sizeof(U) * 8 - kBits);
+        if (ub >= static_cast<U>(kBits)) return T::Round(static_cast<C>(wide < 0 ? -1 : 0));
+        return T::Round(static_cast<C>(wide >> ub));
+      }
+      case BinaryOp::kAtan2:
+        break;
+    }
+    return a;
+  }
+}
+
+// Calls f(std::integral_constant<UnaryOp, op>{}) so the op is a compile-time constant.
+template <typename F>
+absl::Status DispatchUnaryOp(UnaryOp op, F&& f) {
+#define PERFSIM_UNARY_CASE(name) \
+  case UnaryOp::name:            \
+    return f(std::integral_constant<UnaryOp, UnaryOp::name>{});
+  switch (op) {
+    PERFSIM_UNARY_CASE(kAbs)
+    PERFSIM_UNARY_CASE(kNegate)
+    PERFSIM_UNARY_CASE(kExp) PERFSIM_UNARY_CASE(kExpm1) PERFSIM_UNARY_CASE(kLog)
+        PERFSIM_UNARY_CASE(kLog1p) PERFSIM_UNARY_CASE(kSqrt) PERFSIM_UNARY_CASE(kRsqrt)
+            PERFSIM_UNARY_CASE(kCbrt) PERFSIM_UNARY_CASE(kTanh) PERFSIM_UNARY_CASE(kLogistic)
+                PERFSIM_UNARY_CASE(kSin) PERFSIM_UNARY_CASE(kCos) PERFSIM_UNARY_CASE(kTan)
+                    PERFSIM_UNARY_CASE(kErf) PERFSIM_UNARY_CASE(kFloor) PERFSIM_UNARY_CASE(kCeil)
+                        PERFSIM_UNARY_CASE(kRoundAfz) PERFSIM_UNARY_CASE(kRoundEven)
+                            PERFSIM_UNARY_CASE(kSign) PERFSIM_UNARY_CASE(kNot)
+                                PERFSIM_UNARY_CASE(kPopcnt) PERFSIM_UNARY_CASE(kClz)
+                                    PERFSIM_UNARY_CASE(kCopy)
+  }
+#undef PERFSIM_UNARY_CASE
+  return absl::InternalError("unknown unary op");
+}
+
+template <typename F>
+absl::Status DispatchBinaryOp(BinaryOp op, F&& f) {
+#define PERFSIM_BINARY_CASE(name) \
+  case BinaryOp::name:            \
+    return f(std::integral_constant<BinaryOp, BinaryOp::name>{});
+  switch (op) {
+    PERFSIM_BINARY_CASE(kAdd)
+    PERFSIM_BINARY_CASE(kSubtract)
+    PERFSIM_BINARY_CASE(kMultiply) PERFSIM_BINARY_CASE(kDivide) PERFSIM_BINARY_CASE(kRemainder)
+        PERFSIM_BINARY_CASE(kMaximum) PERFSIM_BINARY_CASE(kMinimum) PERFSIM_BINARY_CASE(kPower)
+            PERFSIM_BINARY_CASE(kAtan2) PERFSIM_BINARY_CASE(kAnd) PERFSIM_BINARY_CASE(kOr)
+                PERFSIM_BINARY_CASE(kXor) PERFSIM_BINARY_CASE(kShiftLeft)
+                    PERFSIM_BINARY_CASE(kShiftRightArithmetic)
+                        PERFSIM_BINARY_CASE(kShiftRightLogical)
+  }
+#undef PERFSIM_BINARY_CASE
+  return absl::InternalError("unknown binary op");
+}
+
+// Total order on floats (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN), as an integer key.
+inline int64_t TotalOrderKey(double x) {
+  const int64_t bits = std::bit_cast<int64_t>(x);
+  return bits < 0 ? (bits ^ std::numeric_limits<int64_t>::max()) : bits;
+}
+
+// compare(a, b), direction=..., for one element type. `total_order` selects TOTALORDER for
+// floats (the default FLOAT comparison is IEEE: every comparison with NaN is false but NE).
+template <typename T>
+inline bool ApplyCompare(ComparisonDirection direction, bool total_order, typename T::Compute a,
+                         typename T::Compute b) {
+  if constexpr (kIsFloat<T>) {
+    if (total_order) {
+      const int64_t ka = TotalOrderKey(static_cast<double>(a));
+      const int64_t kb = TotalOrderKey(static_cast<double>(b));
+      switch (direction) {
+        case ComparisonDirection::kEq:
+          return ka == kb;
+        case ComparisonDirection::kNe:
+          return ka != kb;
+        case ComparisonDirection::kGe:
+          return ka >= kb;
+        case ComparisonDirection::kGt:
+          return ka > kb;
+        case ComparisonDirection::kLe:
+          return ka <= kb;
+        case ComparisonDirection::kLt:
+          return ka < kb;
+      }
+      return false;
+    }
+  }
+  switch (direction) {
+    case ComparisonDirection::kEq:
+      return a == b;
+    case ComparisonDirection::kNe:
+      return a != b;
+    case ComparisonDirection::kGe:
+      return a >= b;
+    case ComparisonDirection::kGt:
+      return a > b;
+    case ComparisonDirection::kLe:
+      return a <= b;
+    case ComparisonDirection::kLt:
+      return a < b;
+  }
+  return false;
+}
+
+// Converts a compute value of one type to the compute value of another with XLA's convert
+// semantics: float -> integer truncates toward zero, saturates, and maps NaN to 0; anything
+// -> pred is `!= 0`; integer -> integer wraps.
+template <typename From, typename To>
+inline typename To::Compute ConvertValue(typename From::Compute x) {
+  using F = typename From::Compute;
+  using C = typename To::Compute;
+  if constexpr (kIsPred<To>) {
+    return x != F(0);
+  } else if constexpr (kIsFloat<To>) {
+    return static_cast<C>(x);
+  } else if constexpr (kIsFloat<From>) {
+    if (IsNan(x)) return C(0);
+    constexpr int kBits = kBitsOf<To>;  // sub-byte types saturate at their own width
+    const double v = static_cast<double>(x);
+    if constexpr (To::kKind == ElementKind::kSigned) {
+      const double limit = std::ldexp(1.0, kBits - 1);
+      if (v >= limit) {
+        return To::Round(static_cast<C>(std::numeric_limits<int64_t>::max() >> (64 - kBits)));
+      }
+      if (v <= -limit) {
+        return To::Round(static_cast<C>(std::numeric_limits<int64_t>::min() >> (64 - kBits)));
+      }
+      return To::Round(static_cast<C>(static_cast<int64_t>(v)));
+    } else {
+      if (v >= std::ldexp(1.0, kBits)) return To::Round(static_cast<C>(~C(0)));
+      if (v <= 0) return C(0);
+      return To::Round(static_cast<C>(static_cast<uint64_t>(v)));
+    }
+  } else {
+    return To::Round(static_cast<C>(x));
+  }
+}
+
+}  // namespace interp
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_INTERP_SCALAR_OPS_H_

@@ -1,0 +1,166 @@
+// Kernel custom calls: perfsim.gmm / perfsim.tgmm (megablox semantics including
+// group_offset, zeroed and never-written rows), the TopK custom call, and backend_config
+// parsing.
+#include "sim/interp/custom_calls.h"
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/util/status_matchers.h"
+#include "tests/interp/interp_test_util.h"
+
+namespace perfsim {
+namespace {
+
+using ::perfsim::testing::Bf16;
+using ::perfsim::testing::F32;
+using ::perfsim::testing::Run1;
+using ::perfsim::testing::S32;
+using ::perfsim::testing::StatusIs;
+using ::perfsim::testing::Values;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Optional;
+
+// lhs rows r_i = [i, 1]; rhs[g] = [[a_g, 0], [0, 1]], so r_i @ rhs[g] = [i * a_g, 1].
+Literal RowsIAndOne(int64_t m) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < m; ++i) {
+    v.push_back(static_cast<double>(i));
+    v.push_back(1);
+  }
+  return Bf16({m, 2}, v);
+}
+
+TEST(InterpGmm, RowsPastTheLastGroupAreNeverWrittenSoPoisoned) {
+  // G_local = G = 2, a = (1, 2), group_sizes [1, 2]: row 0 -> [0, 1]; rows 1, 2 -> [2, 1],
+  // [4, 1]; row 3 belongs to no group and megablox leaves it uninitialised: NaN.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = bf16[4,2] parameter(0)
+  w = bf16[2,2,2] parameter(1)
+  gs = s32[2] parameter(2)
+  ROOT y = f32[4,2] custom-call(x, w, gs), custom_call_target="perfsim.gmm", backend_config={"tiling":[2,2,2]}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {RowsIAndOne(4), Bf16({2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 1}), S32({2}, {1, 2})}));
+  const std::vector<double> y = Values(out[0]);
+  EXPECT_THAT(std::vector<double>(y.begin(), y.begin() + 6), ElementsAre(0, 1, 2, 1, 4, 1));
+  EXPECT_TRUE(std::isnan(y[6]) && std::isnan(y[7]));
+}
+
+TEST(InterpGmm, GroupOffsetComputesOnlyLocalGroupsAndZeroesTheRest) {
+  // G = 3 groups of sizes [1, 2, 1], one local group (G_local = 1 < G) with offset 1 and
+  // a = 5: rows 1, 2 -> [5, 1], [10, 1]; rows 0 and 3 are zeroed as megablox does.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = bf16[4,2] parameter(0)
+  w = bf16[1,2,2] parameter(1)
+  gs = s32[3] parameter(2)
+  ROOT y = f32[4,2] custom-call(x, w, gs), custom_call_target="perfsim.gmm", backend_config={"group_offset":1}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {RowsIAndOne(4), Bf16({1, 2, 2}, {5, 0, 0, 1}), S32({3}, {1, 2, 1})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0, 0, 5, 1, 10, 1, 0, 0));
+}
+
+TEST(InterpGmm, DynamicGroupOffsetOperandOverridesTheConfig) {
+  // Same as above with the offset 1 given as a fourth operand (config says 0).
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = bf16[4,2] parameter(0)
+  w = bf16[1,2,2] parameter(1)
+  gs = s32[3] parameter(2)
+  off = s32[1] parameter(3)
+  ROOT y = f32[4,2] custom-call(x, w, gs, off), custom_call_target="perfsim.gmm", backend_config={"group_offset":0}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
+                               Run1(kHlo, {RowsIAndOne(4), Bf16({1, 2, 2}, {5, 0, 0, 1}),
+                                           S32({3}, {1, 2, 1}), S32({1}, {1})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0, 0, 5, 1, 10, 1, 0, 0));
+}
+
+TEST(InterpGmm, TransposedRhsIsStoredNByK) {
+  // rhs[0] stored [n, k] = [[1, 2], [3, 4]] means the [k, n] matrix [[1, 3], [2, 4]];
+  // row [1, 1] @ it = [3, 7].
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[1,2] parameter(0)
+  w = f32[1,2,2] parameter(1)
+  gs = s32[1] parameter(2)
+  ROOT y = f32[1,2] custom-call(x, w, gs), custom_call_target="perfsim.gmm", backend_config={"transpose_rhs":true}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {F32({1, 2}, {1, 1}), F32({1, 2, 2}, {1, 2, 3, 4}), S32({1}, {1})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(3, 7));
+}
+
+TEST(InterpGmm, RowTileThatDoesNotDivideMIsAnError) {
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = bf16[4,2] parameter(0)
+  w = bf16[2,2,2] parameter(1)
+  gs = s32[2] parameter(2)
+  ROOT y = f32[4,2] custom-call(x, w, gs), custom_call_target="perfsim.gmm", backend_config={"tiling":[3,128,128]}
+})";
+  EXPECT_THAT(
+      Run1(kHlo, {RowsIAndOne(4), Bf16({2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 1}), S32({2}, {1, 2})}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("y: expected m = 4 to be a multiple of the row tile tm = 3")));
+}
+
+TEST(InterpTgmm, EachGroupGetsItsRowsProductAndEmptyGroupsAreZero) {
+  // lhs = x^T with x rows [i, 1] (m = 4): lhs = [[0,1,2,3],[1,1,1,1]]; rhs [4,1] = ones.
+  // group_sizes [1, 0, 3]: dw[0] = sum over row 0 of x_i^T = [0, 1]; dw[1] = 0 (empty);
+  // dw[2] = sum over rows 1..3 = [1+2+3, 3] = [6, 3].
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  xt = f32[2,4] parameter(0)
+  dy = f32[4,1] parameter(1)
+  gs = s32[3] parameter(2)
+  ROOT dw = f32[3,2,1] custom-call(xt, dy, gs), custom_call_target="perfsim.tgmm", backend_config={"tiling":[4,2,1]}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
+                               Run1(kHlo, {F32({2, 4}, {0, 1, 2, 3, 1, 1, 1, 1}),
+                                           F32({4, 1}, {1, 1, 1, 1}), S32({3}, {1, 0, 3})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 0, 0, 6, 3));
+}
+
+TEST(InterpTopKCustomCall, ReturnsTheLargestWithTheirIndices) {
+  // XLA:CPU's TopK custom call with a greater-than comparator: [2, 9, 4] -> (9, 4), (1, 2).
+  constexpr char kHlo[] = R"(
+HloModule m
+gt { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = pred[] compare(a, b), direction=GT }
+ENTRY e {
+  x = f32[1,3] parameter(0)
+  ROOT t = (f32[1,2], s32[1,2]) custom-call(x), custom_call_target="TopK", called_computations={gt}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out, Run1(kHlo, {F32({1, 3}, {2, 9, 4})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(9, 4));
+  EXPECT_THAT(Values(out[1]), ElementsAre(1, 2));
+}
+
+TEST(InterpBackendConfig, ReadsTopLevelFieldsOfEitherForm) {
+  const std::string json = R"({"tiling":[512, 1024,"128"],"transpose_rhs":true,)"
+                           R"("nested":{"group_offset":9},"group_offset":"3"})";
+  EXPECT_THAT(interp::JsonIntArrayField(json, "tiling"), Optional(ElementsAre(512, 1024, 128)));
+  EXPECT_THAT(interp::JsonBoolField(json, "transpose_rhs"), Optional(true));
+  // The nested group_offset is not the top-level one.
+  EXPECT_THAT(interp::JsonIntField(json, "group_offset"), Optional(3));
+  EXPECT_EQ(interp::JsonIntField(json, "missing"), std::nullopt);
+  // The quoted string form backend_config="{\"group_offset\":2}".
+  EXPECT_THAT(interp::JsonIntField(R"("{\"group_offset\":2}")", "group_offset"), Optional(2));
+}
+
+}  // namespace
+}  // namespace perfsim
