@@ -16,9 +16,16 @@ cp ../shared/reference/xla_hlo_corpus/*.hlo fuzz-corpus/hlo/ 2>/dev/null || true
 find tests/testdata -name '*.hlo' -exec cp {} fuzz-corpus/hlo/ \;
 cp hardware/*.textproto models/*.textproto fuzz-corpus/textproto/
 
+status=0
 for target in hlo_parser textproto; do
   echo "== ${target}_fuzzer: ${runs} runs"
-  ./build-fuzz/fuzz/${target}_fuzzer -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix=fuzz-findings/ -print_final_stats=1 fuzz-corpus/$target 2>&1 |
-    grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|==|SUMMARY|Done)' || true
+  log="fuzz-findings/${target}.log"
+  if ! ./build-fuzz/fuzz/${target}_fuzzer -runs="$runs" -max_len=65536 -timeout=10 \
+      -rss_limit_mb=2048 -artifact_prefix=fuzz-findings/ -print_final_stats=1 \
+      fuzz-corpus/$target >"$log" 2>&1; then
+    echo "${target}_fuzzer found a problem; see $log and fuzz-findings/" >&2
+    status=1
+  fi
+  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|SUMMARY)' "$log" || true
 done
+exit $status
