@@ -17,6 +17,11 @@ commands:
   hw show NAME       show one chip and its interconnect
   models list        list the described MoE models
   models show NAME   show one model
+  run FILE.hlo       interpret a module on CPU (random or .npy inputs), summarise outputs
+  fit --kernel ...   does a kernel tiling fit VMEM / shared memory; --search: fastest that fits
+  cost FILE.hlo --hw NAME   flops, bytes and time per instruction on a chip
+  lower --backend NAME      print the per-device HLO a backend lowers the MoE step to
+  validate [--backend NAME|all]  every backend against the dense reference, fwd and bwd
 
 Run 'perfsim <command> --help' for the flags of a command.
 Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error.
@@ -53,6 +58,11 @@ int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostr
   if (command == "hlo") return RunHloCommand(rest, io);
   if (command == "hw") return RunHwCommand(rest, io);
   if (command == "models") return RunModelsCommand(rest, io);
+  if (command == "run") return RunRunCommand(rest, io);
+  if (command == "fit") return RunFitCommand(rest, io);
+  if (command == "cost") return RunCostCommand(rest, io);
+  if (command == "lower") return RunLowerCommand(rest, io);
+  if (command == "validate") return RunValidateCommand(rest, io);
   err << "perfsim: unknown command '" << command << "'\n\n" << kUsage;
   return kExitBadInput;
 }

@@ -45,6 +45,11 @@ int ReportStatus(const absl::Status& status, CliIo& io);
 int RunHloCommand(const std::vector<std::string>& args, CliIo& io);
 int RunHwCommand(const std::vector<std::string>& args, CliIo& io);
 int RunModelsCommand(const std::vector<std::string>& args, CliIo& io);
+int RunRunCommand(const std::vector<std::string>& args, CliIo& io);
+int RunFitCommand(const std::vector<std::string>& args, CliIo& io);
+int RunCostCommand(const std::vector<std::string>& args, CliIo& io);
+int RunLowerCommand(const std::vector<std::string>& args, CliIo& io);
+int RunValidateCommand(const std::vector<std::string>& args, CliIo& io);
 
 }  // namespace perfsim
 

@@ -2,6 +2,7 @@
 #include "sim/interp/custom_calls.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -331,6 +332,212 @@ absl::StatusOr<Value> GroupedMatmul(DeviceEvaluator& ev, const Instruction& inst
                     : Gmm<float>(ev, instruction, operands, config);
 }
 
+// ---- perfsim.fused_ffn (custom_calls.h): the gated expert FFN of every group. ----
+
+std::optional<std::string> JsonStringField(absl::string_view json, absl::string_view key) {
+  const std::optional<std::string> value = JsonField(json, key);
+  if (!value.has_value() || value->size() < 2 || value->front() != '"' || value->back() != '"') {
+    return std::nullopt;
+  }
+  return value->substr(1, value->size() - 2);
+}
+
+std::optional<double> JsonNumberField(absl::string_view json, absl::string_view key) {
+  const std::optional<std::string> value = JsonField(json, key);
+  double out = 0;
+  if (!value.has_value() || !absl::SimpleAtod(*value, &out)) return std::nullopt;
+  return out;
+}
+
+enum class FusedActivation { kSilu, kGelu, kClippedSwiglu };
+
+struct FusedFfnConfig {
+  int64_t tm = 0;
+  int64_t td = 0;
+  int64_t tf = 0;
+  bool over_f = true;
+  FusedActivation activation = FusedActivation::kSilu;
+  double clip_limit = 0;
+  double sigmoid_alpha = 0;
+  int64_t group_offset = 0;
+};
+
+absl::StatusOr<FusedFfnConfig> ReadFusedFfnConfig(const Instruction& instruction,
+                                                  OperandValues operands) {
+  if (operands.size() != 5 && operands.size() != 6) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected operands (x, wi_0, wi_1, wo, group_sizes[, group_offset]); got ",
+        operands.size()));
+  }
+  const std::string json = instruction.attributes().backend_config.value_or("");
+  FusedFfnConfig c;
+  const std::optional<std::vector<int64_t>> tiling = JsonIntArrayField(json, "tiling");
+  if (!tiling.has_value() || tiling->size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected backend_config \"tiling\":[tm,td,tf]; got '", json, "'"));
+  }
+  c.tm = (*tiling)[0];
+  c.td = (*tiling)[1];
+  c.tf = (*tiling)[2];
+  const std::optional<std::string> dim = JsonStringField(json, "tiled_dim");
+  if (!dim.has_value() || (*dim != "F" && *dim != "D")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected backend_config \"tiled_dim\" \"F\" or \"D\"; got '", dim.value_or(""), "'"));
+  }
+  c.over_f = *dim == "F";
+  const std::optional<std::string> act = JsonStringField(json, "activation");
+  if (act == "silu") {
+    c.activation = FusedActivation::kSilu;
+  } else if (act == "gelu") {
+    c.activation = FusedActivation::kGelu;
+  } else if (act == "clipped_swiglu") {
+    c.activation = FusedActivation::kClippedSwiglu;
+    const std::optional<double> limit = JsonNumberField(json, "clip_limit");
+    const std::optional<double> alpha = JsonNumberField(json, "sigmoid_alpha");
+    if (!limit.has_value() || !alpha.has_value()) {
+      return absl::InvalidArgumentError(
+          "expected backend_config \"clip_limit\" and \"sigmoid_alpha\" numbers for "
+          "clipped_swiglu; got none");
+    }
+    c.clip_limit = *limit;
+    c.sigmoid_alpha = *alpha;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected backend_config \"activation\" silu, gelu or clipped_swiglu; got '",
+        act.value_or(""), "'"));
+  }
+  if (auto v = JsonIntField(json, "group_offset")) c.group_offset = *v;
+  if (operands.size() == 6) {
+    const Literal& offset = operands[5]->array();
+    if (offset.element_count() != 1 || !IsInteger(offset.shape().element_type())) {
+      return absl::InvalidArgumentError(absl::StrCat("expected a scalar integer group_offset; got ",
+                                                     offset.shape().ToString(false)));
+    }
+    c.group_offset = offset.GetAsInt64(0);
+  }
+  return c;
+}
+
+// act(h0, h1) in the order of operations sim/lowering/ffn.cc emits, so f32 results agree with
+// the unfused lowering to the last bit where the dots do.
+template <typename C>
+C FusedActivationValue(const FusedFfnConfig& c, C h0, C h1) {
+  auto sigmoid = [](C v) { return C(1) / (C(1) + std::exp(-v)); };
+  switch (c.activation) {
+    case FusedActivation::kSilu:
+      return h0 * sigmoid(h0) * h1;
+    case FusedActivation::kGelu: {
+      const C inner = std::tanh((h0 + h0 * (h0 * h0) * C(0.044715)) * C(0.7978845608028654));
+      return h0 * C(0.5) * (inner + C(1)) * h1;
+    }
+    case FusedActivation::kClippedSwiglu: {
+      const C limit = static_cast<C>(c.clip_limit);
+      const C g = std::min(h0, limit);
+      const C u = std::max(std::min(h1, limit), -limit);
+      return g * sigmoid(g * static_cast<C>(c.sigmoid_alpha)) * (u + C(1));
+    }
+  }
+  return C(0);
+}
+
+template <typename C>
+absl::StatusOr<Value> FusedFfn(DeviceEvaluator& ev, const Instruction& instruction,
+                               OperandValues operands, const FusedFfnConfig& config) {
+  const Literal& x = operands[0]->array();
+  const Shape& xs = x.shape();
+  const Shape& w0s = operands[1]->array().shape();
+  const Shape& w1s = operands[2]->array().shape();
+  const Shape& wos = operands[3]->array().shape();
+  if (xs.rank() != 2 || w0s.rank() != 3 || w0s.dimensions() != w1s.dimensions() ||
+      wos.rank() != 3 || wos.dimensions(0) != w0s.dimensions(0) ||
+      w0s.dimensions(1) != xs.dimensions(1) || wos.dimensions(1) != w0s.dimensions(2) ||
+      wos.dimensions(2) != xs.dimensions(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected x [m,D], wi_0 and wi_1 [G,D,F], wo [G,F,D]; got ", xs.ToString(false), ", ",
+        w0s.ToString(false), ", ", w1s.ToString(false), ", ", wos.ToString(false)));
+  }
+  const int64_t m = xs.dimensions(0);
+  const int64_t d = xs.dimensions(1);
+  const int64_t f = w0s.dimensions(2);
+  const int64_t local_groups = w0s.dimensions(0);
+  const Shape& out_shape = instruction.shape();
+  if (!out_shape.IsArray() || out_shape.dimensions() != std::vector<int64_t>{m, d}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a result [", m, ",", d, "]; got ", out_shape.ToString(false)));
+  }
+  GroupedConfig row_tile;
+  row_tile.tm = config.tm;
+  PERFSIM_RETURN_IF_ERROR(CheckTiling(row_tile, m));
+  const int64_t whole = config.over_f ? config.td : config.tf;
+  const int64_t tile = config.over_f ? config.tf : config.td;
+  const int64_t whole_dim = config.over_f ? d : f;
+  const int64_t tile_dim = config.over_f ? f : d;
+  if (whole != whole_dim || tile < 1 || tile > tile_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a tiling over ", config.over_f ? "F" : "D", " with ",
+        config.over_f ? "td = D = " : "tf = F = ", whole_dim, " and a tile in [1, ", tile_dim,
+        "]; got (", config.tm, ", ", config.td, ", ", config.tf, ")"));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(std::vector<int64_t> starts, GroupStarts(operands[4]->array(), m));
+  const int64_t total_groups = static_cast<int64_t>(starts.size()) - 1;
+  std::vector<C> xa, w0, w1, wo;
+  PERFSIM_RETURN_IF_ERROR(ToAccumulator(x, &xa));
+  PERFSIM_RETURN_IF_ERROR(ToAccumulator(operands[1]->array(), &w0));
+  PERFSIM_RETURN_IF_ERROR(ToAccumulator(operands[2]->array(), &w1));
+  PERFSIM_RETURN_IF_ERROR(ToAccumulator(operands[3]->array(), &wo));
+  // The tiling changes the order in which a real kernel visits F or D, not the f32 sums the
+  // reference computes: h over all of D, then out over all of F.
+  std::vector<C> c(static_cast<size_t>(m * d), C(0));
+  std::vector<bool> written(m, false);
+  for (int64_t local = 0; local < local_groups; ++local) {
+    const int64_t g = config.group_offset + local;
+    if (g < 0 || g >= total_groups) continue;
+    const int64_t r0 = starts[g];
+    const int64_t rows = starts[g + 1] - r0;
+    if (rows == 0) continue;
+    std::vector<C> h0(static_cast<size_t>(rows * f), C(0)), h1(h0.size(), C(0));
+    MatMulAccumulate<C>(xa.data() + r0 * d, d, w0.data() + local * d * f, f, h0.data(), f, rows,
+                        f, d);
+    MatMulAccumulate<C>(xa.data() + r0 * d, d, w1.data() + local * d * f, f, h1.data(), f, rows,
+                        f, d);
+    for (size_t i = 0; i < h0.size(); ++i) h0[i] = FusedActivationValue(config, h0[i], h1[i]);
+    // The second matmul takes the hidden activation in the weights' type (bf16 on the MXU).
+    Literal rounded(Shape::Array(wos.element_type(), {rows, f}));
+    PERFSIM_RETURN_IF_ERROR(StoreAccumulator(h0, &rounded));
+    PERFSIM_RETURN_IF_ERROR(ToAccumulator(rounded, &h0));
+    MatMulAccumulate<C>(h0.data(), f, wo.data() + local * f * d, d, c.data() + r0 * d, d, rows, d,
+                        f);
+    std::fill(written.begin() + r0, written.begin() + r0 + rows, true);
+  }
+  // Rows no active group owns: as perfsim.gmm leaves them (zero when only some groups are
+  // local, else never written, so poisoned).
+  const bool zero_rest = local_groups < total_groups;
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
+                           zero_rest ? ev.Allocate(out_shape) : ev.AllocatePoisoned(out_shape));
+  Literal row_literal(Shape::Array(out_shape.element_type(), {1, d}));
+  std::vector<C> row(d);
+  const int64_t row_bytes = d * ByteWidth(out_shape.element_type());
+  for (int64_t i = 0; i < m; ++i) {
+    if (!written[i]) continue;
+    std::copy(c.begin() + i * d, c.begin() + (i + 1) * d, row.begin());
+    PERFSIM_RETURN_IF_ERROR(StoreAccumulator(row, &row_literal));
+    std::memcpy(out->mutable_data().data() + i * row_bytes, row_literal.data().data(), row_bytes);
+  }
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> FusedFfnCustomCall(DeviceEvaluator& ev, const Instruction& instruction,
+                                         OperandValues operands) {
+  PERFSIM_ASSIGN_OR_RETURN(FusedFfnConfig config, ReadFusedFfnConfig(instruction, operands));
+  const PrimitiveType out_type = instruction.shape().element_type();
+  if (!IsFloatingPoint(out_type)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a floating-point result; got ", PrimitiveTypeName(out_type)));
+  }
+  return out_type == PrimitiveType::kF64 ? FusedFfn<double>(ev, instruction, operands, config)
+                                         : FusedFfn<float>(ev, instruction, operands, config);
+}
+
 struct Registry {
   std::mutex mutex;
   std::map<std::string, CustomCallFn, std::less<>> targets;
@@ -352,6 +559,7 @@ Registry& GetRegistry() {
                                               OperandValues ops) {
       return GroupedMatmul(ev, i, ops, /*transposed=*/true);
     };
+    r->targets[std::string(kFusedFfnTarget)] = FusedFfnCustomCall;
     return r;
   }();
   return *registry;

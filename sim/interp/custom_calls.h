@@ -52,12 +52,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "sim/interp/evaluator.h"
+#include "sim/ir/custom_call_targets.h"
 
 namespace perfsim {
-
-inline constexpr absl::string_view kGmmTarget = "perfsim.gmm";
-inline constexpr absl::string_view kTgmmTarget = "perfsim.tgmm";
-inline constexpr absl::string_view kAllocateBufferTarget = "AllocateBuffer";
 
 namespace interp {
 

@@ -19,13 +19,13 @@
 // and f8 output bit-exact.
 // A failure names the module, the output, the device, the worst index and both values.
 //
-// Known divergences (kKnownDivergences) are modules whose compiled program itself computes
-// something other than the goldens; for them the test asserts that the divergence is still
-// there (so the entry goes away when the generator is fixed) and a dedicated test shows the
-// diagnosis.
+// For modules XLA:CPU cannot execute (ragged-dot, ragged-all-to-all) the goldens come from an
+// executable twin (tools/jax/README.md), so a mismatch there can also mean the compiled
+// program and its twin compute different things. That happened once: moe_ep_ragged_a2a_grad's
+// program all-reduced per-device cotangents because ragged_all_to_all's result was typed
+// device-invariant; tools/jax/moe_models.py `_receive_buffer` explains the fix.
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -190,26 +190,6 @@ std::string Compare(const Literal& got, const Literal& want, PrimitiveType type)
                       Tolerance(type), ")");
 }
 
-// moe_ep_ragged_a2a_grad: the goldens come from a twin program in which ragged_all_to_all
-// is emulated with all_to_all + scatter (XLA:CPU cannot run ragged-all-to-all); they agree
-// with the float64 reference of tools/jax/moe_models.py. The compiled program with the real
-// lax.ragged_all_to_all contains two all-reduces that the twin does not: psum_invariant.28
-// (transpose of the combine einsum "tkd,tk->td") and the first two operands of %all-reduce
-// (the dlhs ragged-dots of wi_0 / wi_1). Both sum per-device cotangents of *different tokens*
-// over the 8 devices: shard_map types ragged_all_to_all's result like its `output` operand,
-// an invariant jnp.zeros buffer, so autodiff psums the cotangent back to an invariant value.
-// The interpreter runs that program faithfully, so dx, dwi_0, dwi_1 and dwo come out wrong
-// (router_w's gradient, legitimately all-reduced, matches). Removing the two sums makes every
-// output match (EpGradMatchesWithoutTheCotangentAllReduces below).
-const std::map<std::string, std::string>& KnownDivergences() {
-  static const auto* known = new std::map<std::string, std::string>{
-      {"moe_ep_ragged_a2a_grad",
-       "the compiled program all-reduces per-device cotangents (ragged_all_to_all's result is "
-       "typed device-invariant); see EpGradMatchesWithoutTheCotangentAllReduces"},
-  };
-  return *known;
-}
-
 std::string ReadText(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;
@@ -277,15 +257,7 @@ TEST_P(JaxGolden, InterpreterMatchesXla) {
   const GoldenModule& g = GetParam();
   const std::string text = ReadText(kDir + g.compiled);
   ASSERT_FALSE(text.empty()) << g.compiled;
-  const std::vector<std::string> mismatches = RunAndCompare(g, text);
-  auto known = KnownDivergences().find(g.name);
-  if (known != KnownDivergences().end()) {
-    EXPECT_FALSE(mismatches.empty())
-        << g.name << " now matches its goldens; remove it from KnownDivergences (" << known->second
-        << ")";
-    return;
-  }
-  for (const std::string& m : mismatches) ADD_FAILURE() << m;
+  for (const std::string& m : RunAndCompare(g, text)) ADD_FAILURE() << m;
 }
 
 TEST_P(JaxGolden, RunsOnRandomInputsWithTheSameBitsWhateverTheThreadCount) {
@@ -310,38 +282,6 @@ TEST_P(JaxGolden, RunsOnRandomInputsWithTheSameBitsWhateverTheThreadCount) {
       EXPECT_TRUE(a.outputs[d][k] == b.outputs[d][k]) << "device " << d << " output " << k;
     }
   }
-}
-
-TEST(JaxGoldenDiagnosis, EpGradMatchesWithoutTheCotangentAllReduces) {
-  // Replaces the two spurious cross-device sums of moe_ep_ragged_a2a_grad (see
-  // KnownDivergences) and keeps the legitimate all-reduce of router_w's gradient.
-  GoldenModule g;
-  for (const GoldenModule& m : LoadManifest()) {
-    if (m.name == "moe_ep_ragged_a2a_grad") g = m;
-  }
-  ASSERT_EQ(g.name, "moe_ep_ragged_a2a_grad");
-  std::string text = ReadText(kDir + g.compiled);
-  const std::string psum =
-      "%psum_invariant.28 = f32[8,2,24]{2,1,0} all-reduce(%transpose_copy_fusion.1), "
-      "channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, "
-      "to_apply=%region_19.21,";
-  const std::string dlhs_sum =
-      "%all-reduce = (f32[128,24]{1,0}, f32[128,24]{1,0}, f32[24,16]{1,0}) "
-      "all-reduce(%ragged_dot_general.31, %ragged_dot_general.32, %dot.2), channel_id=1, "
-      "replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%region_22.24,";
-  const size_t at_psum = text.find(psum);
-  ASSERT_NE(at_psum, std::string::npos) << "the generator changed; update this test";
-  text.replace(at_psum, psum.size(),
-               "%psum_invariant.28 = f32[8,2,24]{2,1,0} copy(%transpose_copy_fusion.1),");
-  const size_t at_sum = text.find(dlhs_sum);
-  ASSERT_NE(at_sum, std::string::npos) << "the generator changed; update this test";
-  text.replace(at_sum, dlhs_sum.size(),
-               "%router_sum = f32[24,16]{1,0} all-reduce(%dot.2), channel_id=1, "
-               "replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, "
-               "to_apply=%region_22.24\n  %all-reduce = (f32[128,24]{1,0}, f32[128,24]{1,0}, "
-               "f32[24,16]{1,0}) tuple(%ragged_dot_general.31, %ragged_dot_general.32, "
-               "%router_sum),");
-  for (const std::string& m : RunAndCompare(g, text)) ADD_FAILURE() << m;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modules, JaxGolden, ::testing::ValuesIn(LoadManifest()),

@@ -174,6 +174,19 @@ def _ra2a_params(matrix, shard):
   return input_offsets, send_sizes, output_offsets, recv_sizes
 
 
+def _receive_buffer(shape, dtype):
+  """The `output` operand of a ragged_all_to_all: zeros, typed device-varying.
+
+  jax 0.10.2 gives ragged_all_to_all's result the varying-manual-axes type of
+  its `output` operand. A plain jnp.zeros is device-invariant, so the result
+  (which holds rows from other devices, different on every device) would be
+  typed invariant, and autodiff would psum its cotangent over the axis,
+  adding up the cotangents of different tokens on all 8 devices. pcast to
+  'varying' is the identity on values and makes the typing true.
+  """
+  return lax.pcast(jnp.zeros(shape, dtype), EP_AXIS, to="varying")
+
+
 def ep_ragged_a2a_body(x, router_w, wi_0, wi_1, wo, *, cfg: MoeConfig,
                        ra2a: Callable[..., Any]):
   """Per-device body (x [T_l, D], local experts [E_l, ...])."""
@@ -186,7 +199,7 @@ def ep_ragged_a2a_body(x, router_w, wi_0, wi_1, wo, *, cfg: MoeConfig,
   per_shard = group_sizes.reshape(ep, e_local).sum(axis=1)
   traffic = lax.all_gather(per_shard, EP_AXIS)                   # [EP, EP]
   recv_rows = cfg.recv_buffer_rows
-  x_recv = ra2a(x_sorted, jnp.zeros((recv_rows, x.shape[1]), x.dtype),
+  x_recv = ra2a(x_sorted, _receive_buffer((recv_rows, x.shape[1]), x.dtype),
                 *_ra2a_params(traffic, shard), axis_name=EP_AXIS)
 
   # Local permute: the receive buffer is source-major; sort it expert-major.
@@ -203,7 +216,8 @@ def ep_ragged_a2a_body(x, router_w, wi_0, wi_1, wo, *, cfg: MoeConfig,
   y_recv = y_local[jnp.argsort(local_sort)]
 
   # Combine: the same exchange with the traffic matrix transposed.
-  y_back = ra2a(y_recv, jnp.zeros((x_sorted.shape[0], x.shape[1]), x.dtype),
+  y_back = ra2a(y_recv, _receive_buffer((x_sorted.shape[0], x.shape[1]),
+                                        x.dtype),
                 *_ra2a_params(traffic.T, shard), axis_name=EP_AXIS)
   return _unpermute(y_back, sort_idx, weights)
 

@@ -1,0 +1,509 @@
+// `perfsim run FILE.hlo`: interprets a module on CPU and summarises its outputs.
+//
+// The summary is meant to be compared across runs, machines and with NumPy, so every figure in
+// it is defined bit-exactly (see the checksum in kRunUsage). Only the peak of live buffers of a
+// multi-device run depends on the order the device threads happened to run in; it says so.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "fmt/format.h"
+#include "sim/interp/interpreter.h"
+#include "sim/interp/npy.h"
+#include "sim/interp/random_inputs.h"
+#include "sim/ir/attributes.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/ir/instruction.h"
+#include "sim/ir/verifier.h"
+#include "sim/util/proto_format.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+constexpr char kRunUsage[] =
+    R"(usage: perfsim run FILE.hlo [--devices N] [--seed S] [--inputs A.npy,B.npy,...]
+                   [--save-outputs DIR] [--memory-budget BYTES] [--threads N]
+                   [--format table|json]
+
+Runs the entry computation of an HLO module in perfsim's CPU reference interpreter and prints,
+for every output on every device: its index, shape, checksum, NaN and Inf counts and first
+values. FILE may be '-' for standard input.
+
+  --devices N        virtual devices running the SPMD program (collectives exchange real
+                     data). Default: replica_count * num_partitions from the module header;
+                     when the header gives neither (XLA's dumps usually do not), the fewest
+                     devices that every replica group and source-target pair of the module's
+                     collectives fits in; 1 for a module without collectives. At most
+                     4096 (each device is a thread).
+  --seed S           seeds the random inputs and the module's `rng` ops. Default 0.
+  --inputs LIST      one .npy per entry parameter, comma-separated, in parameter order,
+                     instead of random inputs. Each file must hold exactly the parameter's
+                     dtype and dimensions (bf16 and f8 may be stored as their bit patterns,
+                     <u2 / |u1, as tests/testdata/hlo/jax does). '{d}' in a path is replaced
+                     by the device number, giving each device its own file
+                     (x_{d}.npy -> x_0.npy, x_1.npy, ...); a path without '{d}' is given to
+                     every device. Paths cannot contain commas.
+  --save-outputs DIR writes output i of device d to DIR/out_<d>_<i>.npy (DIR is created).
+                     Tuple outputs are flattened depth-first, as the indices below are.
+  --memory-budget B  the most bytes of buffers alive at once, all devices together; a run
+                     needing more stops with an error. Plain bytes or with a unit: 512MiB,
+                     8GiB, 1.5GB (KiB MiB GiB TiB are powers of 1024, KB MB GB TB of 1000).
+                     Default 4GiB.
+  --threads N        device threads at once; 0 (default) is one per device. Outputs do not
+                     depend on it.
+  --format json      machine-readable output (same fields).
+
+Random inputs (without --inputs), independent per device and parameter, from a SplitMix64
+stream of (seed, device, parameter):
+  floating point   uniform in [-1, 1), rounded to nearest even into the type
+  pred             true with probability 1/2
+  integers         uniform in [0, 8), except values the module uses as indices:
+                   ragged-dot / perfsim.gmm / perfsim.tgmm group sizes: every row of the
+                     ragged dimension joins a uniformly drawn group (sizes sum to the rows);
+                   dynamic-slice / dynamic-update-slice starts: uniform over valid starts;
+                   gather / scatter indices: uniform in [0, smallest indexed dimension);
+                   ragged-all-to-all offsets and sizes: 0 (no rows move).
+
+Checksum: FNV-1a 64 over the output's bytes as stored: row-major, little-endian, ByteWidth
+bytes per element, bf16 and f8 as their bit patterns, pred as one byte 0/1 -- exactly the data
+bytes of the .npy that --save-outputs writes. From NumPy (on a little-endian machine):
+  h = 0xcbf29ce484222325
+  for b in np.load('out_0_0.npy').tobytes(): h = ((h ^ b) * 0x100000001b3) % 2**64
+NaN / Inf: elements that are NaN / +-infinity (0 for non-floating types). First values: the
+first 4 elements in row-major order, with 6 significant digits (JSON: exactly, the shortest
+decimal that reads back as the same value; NaN and infinities as strings). Rows are sorted by
+output, then device: every device gets its line, since SPMD devices compute different data.
+The header also gives the peak of live buffers (compare with --memory-budget); with several
+devices it depends on the order the device threads ran in, everything else is deterministic.
+
+Exit codes: 0 the run finished; 2 bad input: an unreadable or invalid module, a missing .npy,
+one of the wrong dtype or shape, the wrong number of them, a bad flag, or a run the
+interpreter refuses (an op it does not run on CPU, the memory budget, an out-of-range
+collective): the module or the flags asked for something that cannot be run, which is bad
+input, not a failed check (1 is for checks such as validation); 3 an internal error.
+)";
+
+// Elements shown per output.
+constexpr int64_t kFirstValues = 4;
+// Each virtual device is a thread of the interpreter; far more than any SPMD program the
+// interpreter can run at test sizes needs.
+constexpr int64_t kMaxDevices = 4096;
+
+struct RunFlags {
+  std::string path;
+  std::optional<int64_t> devices;
+  uint64_t seed = 0;
+  std::vector<std::string> input_paths;  // empty: random inputs
+  std::string save_dir;                  // empty: not saved
+  int64_t memory_budget_bytes = InterpreterOptions().memory_budget_bytes;
+  int64_t threads = 0;
+  bool json = false;
+};
+
+// Summary of one output array on one device.
+struct OutputSummary {
+  int64_t device = 0;
+  int64_t index = 0;
+  const Literal* literal = nullptr;
+  uint64_t checksum = 0;
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+};
+
+absl::StatusOr<int64_t> ParseCount(const std::string& flag, const std::string& text,
+                                   int64_t min_value) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < min_value) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": expected an integer >= ", min_value, "; got '", text, "'"));
+  }
+  return value;
+}
+
+// "8GiB" -> 8 * 2^30, "1.5GB" -> 1.5e9, "1048576" -> 1048576.
+absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
+  struct Unit {
+    const char* suffix;
+    double bytes;
+  };
+  // Longest suffixes first, so "GiB" is not read as "B".
+  static constexpr Unit kUnits[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0},
+  };
+  const auto error = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-budget: expected bytes, e.g. 8GiB, 512MiB or 1000000; got '", text, "'"));
+  };
+  absl::string_view number = absl::StripAsciiWhitespace(text);
+  double scale = 1.0;
+  for (const Unit& unit : kUnits) {
+    if (absl::EndsWith(number, unit.suffix)) {
+      number.remove_suffix(absl::string_view(unit.suffix).size());
+      scale = unit.bytes;
+      break;
+    }
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(number), &value) || !std::isfinite(value) ||
+      value <= 0 || value * scale >= 9.2e18) {
+    return error();
+  }
+  return static_cast<int64_t>(std::llround(value * scale));
+}
+
+absl::StatusOr<RunFlags> ParseRunFlags(const ParsedFlags& flags) {
+  RunFlags run;
+  if (flags.positional().size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected one FILE.hlo; got ", flags.positional().size(), " arguments"));
+  }
+  run.path = flags.positional()[0];
+  if (flags.Has("devices")) {
+    PERFSIM_ASSIGN_OR_RETURN(run.devices, ParseCount("devices", flags.Get("devices"), 1));
+    if (*run.devices > kMaxDevices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--devices: expected at most ", kMaxDevices, "; got ", *run.devices));
+    }
+  }
+  if (flags.Has("seed") && !absl::SimpleAtoi(flags.Get("seed"), &run.seed)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seed: expected an integer in [0, 2^64); got '", flags.Get("seed"), "'"));
+  }
+  if (flags.Has("inputs")) {
+    run.input_paths = absl::StrSplit(flags.Get("inputs"), ',');
+    for (const std::string& path : run.input_paths) {
+      if (path.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--inputs: expected comma-separated .npy paths; got an empty entry in '",
+                         flags.Get("inputs"), "'"));
+      }
+    }
+  }
+  if (flags.Has("save-outputs")) {
+    run.save_dir = flags.Get("save-outputs");
+    if (run.save_dir.empty()) {
+      return absl::InvalidArgumentError("--save-outputs: expected a directory; got ''");
+    }
+  }
+  if (flags.Has("memory-budget")) {
+    PERFSIM_ASSIGN_OR_RETURN(run.memory_budget_bytes, ParseBytes(flags.Get("memory-budget")));
+  }
+  if (flags.Has("threads")) {
+    PERFSIM_ASSIGN_OR_RETURN(run.threads, ParseCount("threads", flags.Get("threads"), 0));
+  }
+  const std::string format = flags.Get("format", "table");
+  if (format != "table" && format != "json") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format: expected table or json; got '", format, "'"));
+  }
+  run.json = format == "json";
+  return run;
+}
+
+absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path, std::istream& in) {
+  PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, in));
+  const std::string display_name = path == "-" ? "<stdin>" : path;
+  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, ParseHloModule(text, display_name));
+  // The interpreter trusts declared shapes; a module that fails verification is refused here.
+  absl::Status verified = VerifyModule(*module);
+  if (!verified.ok()) {
+    // Verifier messages start with "line:col: " when the instruction came from text.
+    const std::string message(verified.message());
+    const bool has_location = !message.empty() && absl::ascii_isdigit(message[0]);
+    return absl::Status(verified.code(), display_name + (has_location ? ":" : ": ") + message);
+  }
+  return module;
+}
+
+// See --devices in kRunUsage.
+int64_t DefaultDeviceCount(const Module& module) {
+  const int64_t from_header = module.replica_count() * module.num_partitions();
+  if (from_header > 1) return from_header;
+  int64_t devices = 1;
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      const InstructionAttributes& attrs = instruction->attributes();
+      if (attrs.replica_groups.has_value()) {
+        for (const std::vector<int64_t>& group : attrs.replica_groups->groups) {
+          for (int64_t id : group) devices = std::max(devices, id + 1);
+        }
+      }
+      if (attrs.source_target_pairs.has_value()) {
+        for (const auto& [source, target] : *attrs.source_target_pairs) {
+          devices = std::max({devices, source + 1, target + 1});
+        }
+      }
+    }
+  }
+  return devices;
+}
+
+// inputs[device][parameter] from the --inputs files, checked against the entry parameters so
+// that a wrong file is named, rather than reported as an interpreter error.
+absl::StatusOr<std::vector<std::vector<Literal>>> ReadInputs(const Module& module,
+                                                             const RunFlags& run,
+                                                             int64_t num_devices) {
+  const Computation& entry = *module.entry();
+  if (static_cast<int64_t>(run.input_paths.size()) != entry.parameter_count()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--inputs: expected ", entry.parameter_count(), " .npy files (one per entry parameter of ",
+        module.name(), "); got ", run.input_paths.size()));
+  }
+  std::vector<std::vector<Literal>> inputs(num_devices);
+  for (int64_t p = 0; p < entry.parameter_count(); ++p) {
+    const Instruction& parameter = *entry.parameter(p);
+    const Shape& want = parameter.shape();
+    const std::string& pattern = run.input_paths[p];
+    const bool per_device = absl::StrContains(pattern, "{d}");
+    for (int64_t d = 0; d < num_devices; ++d) {
+      if (!per_device && d > 0) {
+        inputs[d].push_back(inputs[0][p]);
+        continue;
+      }
+      const std::string path = absl::StrReplaceAll(pattern, {{"{d}", absl::StrCat(d)}});
+      if (!want.IsArray()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": parameter ", p, " (", parameter.name(), ") is ", want.ToString(false),
+            "; expected an array parameter (.npy cannot hold a tuple)"));
+      }
+      absl::StatusOr<Literal> literal = ReadNpyFile(path, want.element_type());
+      if (!literal.ok()) {
+        return absl::Status(literal.status().code(),
+                            absl::StrCat(literal.status().message(), " (parameter ", p, ", ",
+                                         parameter.name(), ", ", want.ToString(false), ")"));
+      }
+      if (literal->shape().dimensions() != want.dimensions()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": expected ", want.ToString(false), " for parameter ", p, " (",
+                         parameter.name(), "); got ", literal->shape().ToString(false)));
+      }
+      inputs[d].push_back(*std::move(literal));
+    }
+  }
+  return inputs;
+}
+
+uint64_t Fnv1a64(absl::Span<const uint8_t> bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (uint8_t b : bytes) {
+    hash ^= b;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+OutputSummary Summarize(int64_t device, int64_t index, const Literal& literal) {
+  OutputSummary s{device, index, &literal, Fnv1a64(literal.data()), 0, 0};
+  if (!IsFloatingPoint(literal.shape().element_type())) return s;
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    const double v = literal.GetAsDouble(i);
+    if (std::isnan(v)) ++s.nan_count;
+    if (std::isinf(v)) ++s.inf_count;
+  }
+  return s;
+}
+
+void Flatten(const Literal& literal, std::vector<const Literal*>* out) {
+  if (!literal.shape().IsTuple()) {
+    out->push_back(&literal);
+    return;
+  }
+  for (const Literal& element : literal.tuple_elements()) Flatten(element, out);
+}
+
+std::string ChecksumText(uint64_t checksum) { return fmt::format("{:016x}", checksum); }
+
+// Element i as text: integers exactly, pred as 0/1, floats with 6 significant digits or, when
+// `exact`, as the shortest decimal that reads back as the same double.
+std::string ValueText(const Literal& literal, int64_t i, bool exact) {
+  const PrimitiveType type = literal.shape().element_type();
+  if (!IsFloatingPoint(type)) return absl::StrCat(literal.GetAsInt64(i));
+  const double v = literal.GetAsDouble(i);
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return exact ? FormatDouble(v) : fmt::format("{:.6g}", v);
+}
+
+std::vector<std::string> FirstValues(const Literal& literal, bool exact) {
+  std::vector<std::string> values;
+  const int64_t n = std::min(literal.element_count(), kFirstValues);
+  for (int64_t i = 0; i < n; ++i) values.push_back(ValueText(literal, i, exact));
+  return values;
+}
+
+void PrintTable(const Module& module, const RunFlags& run, int64_t num_devices,
+                const RunResult& result, const std::vector<OutputSummary>& summaries,
+                std::ostream& out) {
+  out << fmt::format(
+      "module {}: {} device{}, {}\n", module.name(), num_devices, num_devices == 1 ? "" : "s",
+      run.input_paths.empty()
+          ? absl::StrCat("random inputs (seed ", run.seed, ")")
+          : absl::StrCat("inputs from ", run.input_paths.size(), " .npy paths (--inputs)"));
+  out << fmt::format("peak live buffers {} of the {} budget{}\n",
+                     FormatQuantity("bytes", static_cast<double>(result.peak_live_bytes)),
+                     FormatQuantity("bytes", static_cast<double>(run.memory_budget_bytes)),
+                     num_devices > 1 ? " (depends on the order device threads ran in)" : "");
+  static constexpr char kRow[] = "{:>6} {:>6}  {:<20} {:<16} {:>6} {:>6}  {}\n";
+  out << fmt::format(kRow, "output", "device", "shape", "fnv1a64", "nan", "inf", "first values");
+  for (const OutputSummary& s : summaries) {
+    const Literal& literal = *s.literal;
+    std::string values = absl::StrJoin(FirstValues(literal, /*exact=*/false), " ");
+    if (literal.element_count() > kFirstValues) absl::StrAppend(&values, " ...");
+    out << fmt::format(kRow, s.index, s.device, literal.shape().ToString(false),
+                       ChecksumText(s.checksum), s.nan_count, s.inf_count, values);
+  }
+}
+
+void PrintJson(const Module& module, const RunFlags& run, int64_t num_devices,
+               const RunResult& result, const std::vector<OutputSummary>& summaries,
+               std::ostream& out) {
+  std::vector<std::string> inputs;
+  for (const std::string& path : run.input_paths) inputs.push_back(JsonString(path));
+  out << "{\n";
+  out << fmt::format("  \"module\": {},\n", JsonString(module.name()));
+  out << fmt::format("  \"devices\": {},\n", num_devices);
+  out << fmt::format("  \"seed\": {},\n", run.seed);
+  out << fmt::format("  \"inputs\": {},\n", run.input_paths.empty()
+                                                ? std::string("\"random\"")
+                                                : "[" + absl::StrJoin(inputs, ", ") + "]");
+  out << fmt::format("  \"memory_budget_bytes\": {},\n", run.memory_budget_bytes);
+  out << fmt::format("  \"peak_live_bytes\": {},\n", result.peak_live_bytes);
+  out << "  \"outputs\": [";
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    const OutputSummary& s = summaries[i];
+    const Shape& shape = s.literal->shape();
+    std::vector<std::string> values;
+    for (const std::string& v : FirstValues(*s.literal, /*exact=*/true)) {
+      // JSON has no NaN or infinity; those values are strings.
+      const bool numeric = v != "nan" && v != "inf" && v != "-inf";
+      values.push_back(numeric ? v : JsonString(v));
+    }
+    out << (i == 0 ? "\n" : ",\n")
+        << fmt::format(
+               "    {{\"index\": {}, \"device\": {}, \"shape\": {}, \"dtype\": {}, "
+               "\"dimensions\": [{}], \"fnv1a64\": \"{}\", \"nan_count\": {}, "
+               "\"inf_count\": {}, \"first_values\": [{}]}}",
+               s.index, s.device, JsonString(shape.ToString(false)),
+               JsonString(PrimitiveTypeName(shape.element_type())),
+               absl::StrJoin(shape.dimensions(), ", "), ChecksumText(s.checksum), s.nan_count,
+               s.inf_count, absl::StrJoin(values, ", "));
+  }
+  out << "\n  ]\n}\n";
+}
+
+absl::Status SaveOutputs(const std::string& dir, const std::vector<OutputSummary>& summaries) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--save-outputs: expected a directory that can be created; got '", dir,
+                     "': ", error.message()));
+  }
+  for (const OutputSummary& s : summaries) {
+    const std::string path = absl::StrCat(dir, "/out_", s.device, "_", s.index, ".npy");
+    PERFSIM_RETURN_IF_ERROR(WriteNpyFile(path, *s.literal));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(const RunFlags& run, CliIo& io) {
+  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(run.path, io.in));
+  const std::string display_name = run.path == "-" ? "<stdin>" : run.path;
+  const int64_t num_devices = run.devices.value_or(DefaultDeviceCount(*module));
+  if (num_devices > kMaxDevices) {
+    return absl::InvalidArgumentError(absl::StrCat(display_name,
+                                                   ": expected collectives over at most ",
+                                                   kMaxDevices, " devices; got ", num_devices));
+  }
+  // Random inputs are made before the interpreter charges them to the budget; refuse a run
+  // whose inputs alone exceed it before allocating them.
+  int64_t input_bytes = 0;
+  for (const Instruction* parameter : module->entry()->parameters()) {
+    input_bytes += parameter->shape().ByteSize();
+  }
+  if (run.input_paths.empty() && input_bytes > run.memory_budget_bytes / num_devices) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(display_name, ": expected random inputs within the memory budget of ",
+                     run.memory_budget_bytes, " bytes; got ", input_bytes, " bytes on each of ",
+                     num_devices, " devices (raise --memory-budget to run this module)"));
+  }
+  std::vector<std::vector<Literal>> inputs;
+  if (run.input_paths.empty()) {
+    PERFSIM_ASSIGN_OR_RETURN(inputs, MakeRandomInputs(*module, num_devices, run.seed));
+  } else {
+    PERFSIM_ASSIGN_OR_RETURN(inputs, ReadInputs(*module, run, num_devices));
+  }
+  InterpreterOptions options;
+  options.num_devices = num_devices;
+  options.seed = run.seed;
+  options.memory_budget_bytes = run.memory_budget_bytes;
+  options.num_threads = run.threads;
+  absl::StatusOr<RunResult> result = RunModule(*module, inputs, options);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(display_name, ": run failed: ", result.status().message()));
+  }
+
+  std::vector<OutputSummary> summaries;
+  for (int64_t d = 0; d < num_devices; ++d) {
+    std::vector<const Literal*> outputs;
+    for (const Literal& literal : result->outputs[d]) Flatten(literal, &outputs);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      summaries.push_back(Summarize(d, static_cast<int64_t>(i), *outputs[i]));
+    }
+  }
+  // Sorted by output, then device, so that one output's devices sit together.
+  std::stable_sort(
+      summaries.begin(), summaries.end(),
+      [](const OutputSummary& a, const OutputSummary& b) { return a.index < b.index; });
+  if (!run.save_dir.empty()) PERFSIM_RETURN_IF_ERROR(SaveOutputs(run.save_dir, summaries));
+  if (run.json) {
+    PrintJson(*module, run, num_devices, *result, summaries, io.out);
+  } else {
+    PrintTable(*module, run, num_devices, *result, summaries, io.out);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunRunCommand(const std::vector<std::string>& args, CliIo& io) {
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(args, {{"devices", true},
+                                                        {"seed", true},
+                                                        {"inputs", true},
+                                                        {"save-outputs", true},
+                                                        {"memory-budget", true},
+                                                        {"threads", true},
+                                                        {"format", true}});
+  if (!flags.ok()) return ReportStatus(flags.status(), io);
+  if (flags->Has("help")) {
+    io.out << kRunUsage;
+    return kExitOk;
+  }
+  absl::StatusOr<RunFlags> run = ParseRunFlags(*flags);
+  if (!run.ok()) {
+    io.err << "perfsim: " << run.status().message() << "\n\n" << kRunUsage;
+    return kExitBadInput;
+  }
+  return ReportStatus(Run(*run, io), io);
+}
+
+}  // namespace perfsim

@@ -1,0 +1,260 @@
+// `perfsim validate`: every backend's lowering, run in the reference interpreter, against the
+// dense_einsum reference — forward output and every gradient — plus static checks.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "cli/step_flags.h"
+#include "fmt/format.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/util/status.h"
+#include "sim/validate/validate.h"
+
+namespace perfsim {
+namespace {
+
+constexpr char kValidateUsage[] =
+    R"(usage: perfsim validate [--backend NAME|all] [--router FAMILY|all] [--routing CASE|all]
+                        [--phase fwd|fwd_bwd|all] [--devices N|all] [--seed S]
+                        [--format=table|json] [step flags]
+       perfsim validate --hlo FILE [--model NAME] [--parallelism ...] [--routing CASE] [--seed S]
+
+Lowers each backend for each router family, routing case, phase and device count, verifies the
+module, runs the static checks (contracting dimensions agree by logical name, grouped weights are
+[G,K,N], receive buffers hold the worst case), interprets it on N virtual devices and compares y
+and every gradient (dx, d_router_w, d_wi_0, d_wi_1, d_wo, shared) with dense_einsum on one device.
+Error = max|got - want| / max|want| per tensor; tolerance 1e-5 for f32 models. A NaN/Inf where the
+reference is finite fails (a poisoned, uninitialised buffer reached an output).
+
+  --router    model (the model's own) or softmax_topk, softmax_topk_norm, topk_softmax,
+              sigmoid_grouped, sigmoid_prescale; default all five families
+  --routing   random, skewed, empty_experts, one_expert; default all
+  --devices   1, 2, 4, 8 by default; each backend picks its parallelism for N devices
+              (dense_einsum: dp=N; expert-parallel backends: ep as large as E allows), unless
+              --parallelism fixes it
+  --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo (then
+              router_bias), output y [tokens, D]; compared with --model's reference MoE on
+              random inputs (x sharded over dp·ep, experts over ep as --parallelism says)
+
+Default model nano (D=40, F=56, E=12, K=2), batch 4, seq 16. Exit 0 when every case passes,
+1 when any fails, 2 for bad input.
+)";
+
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> ParseList(const ParsedFlags& flags, const std::string& name,
+                                         Parse parse) {
+  std::vector<T> result;
+  const std::string text = flags.Get(name, "all");
+  if (text == "all") return result;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    absl::StatusOr<T> value = parse(part);
+    if (!value.ok()) return Annotate(value.status(), absl::StrCat("--", name));
+    result.push_back(*value);
+  }
+  return result;
+}
+
+std::string ErrorCell(const ValidationResult& r, absl::string_view tensor) {
+  for (const TensorError& e : r.errors) {
+    if (e.tensor == tensor) {
+      return e.non_finite > 0 ? "NaN" : fmt::format("{:.1e}", e.max_rel_error);
+    }
+  }
+  return "-";
+}
+
+std::string StatusWord(const ValidationResult& r) {
+  return r.skipped ? "skip" : r.pass ? "pass" : "FAIL";
+}
+
+void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out) {
+  const std::vector<std::string> tensors = {"y", "dx", "d_router_w", "d_wi_0", "d_wi_1", "d_wo"};
+  out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3}", "backend", "router", "routing", "phase",
+                     "dev");
+  for (const std::string& t : tensors) out << fmt::format(" {:>10}", t);
+  out << "  status\n";
+  int pass = 0, fail = 0, skip = 0;
+  double worst = 0;
+  for (const ValidationResult& r : results) {
+    (r.skipped ? skip : r.pass ? pass : fail)++;
+    for (const TensorError& e : r.errors) worst = std::max(worst, e.max_rel_error);
+    if (r.skipped) continue;
+    out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3}", r.backend, r.router, r.routing,
+                       r.phase, r.devices);
+    for (const std::string& t : tensors) out << fmt::format(" {:>10}", ErrorCell(r, t));
+    out << "  " << StatusWord(r) << "\n";
+    if (!r.pass) out << "    " << r.message << "\n";
+  }
+  out << fmt::format("{} passed, {} failed, {} skipped (not supported by the backend); largest "
+                     "relative error {:.2e}\n",
+                     pass, fail, skip, worst);
+  if (skip > 0) {
+    // One line per distinct reason, so a user sees why without --format=json.
+    std::vector<std::string> reasons;
+    for (const ValidationResult& r : results) {
+      if (!r.skipped) continue;
+      std::string line = absl::StrCat(r.backend, ": ", r.message);
+      if (std::find(reasons.begin(), reasons.end(), line) == reasons.end()) reasons.push_back(line);
+    }
+    for (const std::string& line : reasons) out << "  skipped " << line << "\n";
+  }
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  if (std::isnan(v)) return "null";
+  if (std::isinf(v)) return v > 0 ? "1e999" : "-1e999";
+  return fmt::format("{}", v);
+}
+
+void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) {
+  out << "{\"results\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ValidationResult& r = results[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"backend\": " << JsonString(r.backend)
+        << ", \"router\": " << JsonString(r.router) << ", \"routing\": " << JsonString(r.routing)
+        << ", \"phase\": " << JsonString(r.phase) << ", \"devices\": " << r.devices
+        << ", \"status\": " << JsonString(r.skipped ? "skip" : r.pass ? "pass" : "fail")
+        << ", \"tolerance\": " << JsonNumber(r.tolerance) << ", \"errors\": [";
+    for (size_t j = 0; j < r.errors.size(); ++j) {
+      const TensorError& e = r.errors[j];
+      out << (j ? ", " : "") << "{\"tensor\": " << JsonString(e.tensor)
+          << ", \"max_rel_error\": " << JsonNumber(e.max_rel_error) << ", \"index\": ["
+          << absl::StrJoin(e.index, ", ") << "], \"got\": " << JsonNumber(e.got)
+          << ", \"want\": " << JsonNumber(e.want) << ", \"non_finite\": " << e.non_finite << "}";
+    }
+    out << "], \"message\": " << JsonString(r.message) << "}";
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace
+
+int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
+  std::vector<FlagSpec> specs = StepFlagSpecs();
+  for (const char* name : {"router", "routing", "devices", "seed", "format", "hlo"}) {
+    specs.push_back({name, true});
+  }
+  specs.push_back({"help", false});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(args, specs);
+  if (!flags.ok()) return ReportStatus(flags.status(), io);
+  if (flags->Has("help")) {
+    io.out << kValidateUsage << "\n" << kStepFlagsHelp;
+    return kExitOk;
+  }
+  const std::string format = flags->Get("format", "table");
+  if (format != "table" && format != "json") {
+    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
+                            "--format: expected table or json; got '", format, "'")),
+                        io);
+  }
+  if (!flags->positional().empty()) {
+    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
+                            "expected no positional arguments; got '", flags->positional()[0],
+                            "'")),
+                        io);
+  }
+  absl::StatusOr<StepSpec> base = StepSpecFromFlags(*flags, StepFlagDefaults());
+  if (!base.ok()) return ReportStatus(base.status(), io);
+  uint64_t seed = 1;
+  if (flags->Has("seed") && !absl::SimpleAtoi(flags->Get("seed"), &seed)) {
+    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
+                            "--seed: expected a non-negative integer; got '", flags->Get("seed"),
+                            "'")),
+                        io);
+  }
+  absl::StatusOr<std::vector<RoutingCase>> routings =
+      ParseList<RoutingCase>(*flags, "routing", ParseRoutingCase);
+  if (!routings.ok()) return ReportStatus(routings.status(), io);
+
+  std::vector<ValidationResult> results;
+  if (flags->Has("hlo")) {
+    absl::StatusOr<std::string> text = ReadInput(flags->Get("hlo"), io.in);
+    if (!text.ok()) return ReportStatus(text.status(), io);
+    absl::StatusOr<std::unique_ptr<Module>> module = ParseHloModule(*text, flags->Get("hlo"));
+    if (!module.ok()) return ReportStatus(module.status(), io);
+    if (!flags->Has("batch") && !flags->Has("seq")) {
+      // Tokens from the module: x is [T_l, D] per device.
+      const Computation* entry = (*module)->entry();
+      if (entry != nullptr && entry->parameter_count() > 0 &&
+          entry->parameter(0)->shape().rank() == 2) {
+        base->batch = 1;
+        base->seq = entry->parameter(0)->shape().dimensions(0) *
+                    base->parallelism.dp * base->parallelism.ep;
+      }
+    }
+    if (absl::Status valid = base->Validate(); !valid.ok()) return ReportStatus(valid, io);
+    results.push_back(ValidateHloModule(*std::move(module), *base,
+                                        routings->empty() ? RoutingCase::kRandom : (*routings)[0],
+                                        seed));
+    results.back().backend = flags->Get("hlo");
+    if (!results.back().pass && results.back().errors.empty()) {
+      // Nothing ran: the module does not fit the contract. That is bad input.
+      return ReportStatus(absl::InvalidArgumentError(
+                              absl::StrCat(flags->Get("hlo"), ": ", results.back().message)),
+                          io);
+    }
+  } else {
+    SuiteOptions options{.base = *base, .seed = seed};
+    const std::string backend = flags->Get("backend", "all");
+    if (backend != "all") options.backends = absl::StrSplit(backend, ',');
+    for (const std::string& name : options.backends) {
+      if (absl::StatusOr<const MoeBackend*> b = FindBackend(name); !b.ok()) {
+        return ReportStatus(Annotate(b.status(), "--backend"), io);
+      }
+    }
+    absl::StatusOr<std::vector<RouterFamily>> routers =
+        ParseList<RouterFamily>(*flags, "router", ParseRouterFamily);
+    if (!routers.ok()) return ReportStatus(routers.status(), io);
+    options.routers = *routers;
+    options.routings = *routings;
+    absl::StatusOr<std::vector<Phase>> phases = ParseList<Phase>(*flags, "phase", ParsePhase);
+    if (!phases.ok()) return ReportStatus(phases.status(), io);
+    options.phases = *phases;
+    absl::StatusOr<std::vector<int64_t>> devices =
+        ParseList<int64_t>(*flags, "devices", [](absl::string_view s) -> absl::StatusOr<int64_t> {
+          int64_t n = 0;
+          if (!absl::SimpleAtoi(s, &n) || n < 1) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("expected a positive device count; got '", s, "'"));
+          }
+          return n;
+        });
+    if (!devices.ok()) return ReportStatus(devices.status(), io);
+    options.devices = *devices;
+    if (flags->Has("parallelism")) options.parallelism = base->parallelism;
+    results = RunSuite(options);
+  }
+  if (format == "json") {
+    PrintJson(results, io.out);
+  } else {
+    PrintTable(results, io.out);
+  }
+  for (const ValidationResult& r : results) {
+    if (!r.pass && !r.skipped) return kExitCheckFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,243 @@
+// Grouped-matmul cost (grouped_matmul.h).
+#include "sim/cost/grouped_matmul.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sim/cost/roofline.h"
+#include "sim/ir/custom_call_targets.h"
+#include "sim/util/json_fields.h"
+
+namespace perfsim {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+absl::Status Invalid(absl::string_view what, absl::string_view got) {
+  return absl::InvalidArgumentError(absl::StrCat("grouped matmul: expected ", what, "; got ", got));
+}
+
+// The m-tile of every grid step along m, in grid order, for known group sizes.
+std::vector<int64_t> VisitedTiles(const GroupedMatmulSpec& spec, int64_t tm, int64_t tiles_m,
+                                  int64_t* rows, int64_t* groups_visited) {
+  const std::vector<int64_t>& sizes = *spec.group_sizes;
+  int64_t start = 0;
+  for (int64_t g = 0; g < spec.group_offset; ++g) start += sizes[g];
+  std::vector<int64_t> tiles;
+  for (int64_t g = spec.group_offset; g < spec.group_offset + spec.num_groups; ++g) {
+    const int64_t size = sizes[g];
+    if (size == 0) {
+      // tgmm visits an empty group once to write its zero gradient; gmm skips it.
+      if (spec.kind == GroupedMatmulKind::kTgmm) {
+        tiles.push_back(std::min(start / tm, tiles_m - 1));
+        ++*groups_visited;
+      }
+      continue;
+    }
+    for (int64_t t = start / tm; t <= (start + size - 1) / tm; ++t) tiles.push_back(t);
+    *rows += size;
+    ++*groups_visited;
+    start += size;
+  }
+  return tiles;
+}
+
+}  // namespace
+
+absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& spec) {
+  if (spec.m <= 0 || spec.k <= 0 || spec.n <= 0) {
+    return Invalid("positive m, k, n", absl::StrCat(spec.m, ", ", spec.k, ", ", spec.n));
+  }
+  if (spec.tm <= 0 || spec.tk <= 0 || spec.tn <= 0) {
+    return Invalid("positive tiles (tm, tk, tn)",
+                   absl::StrCat("(", spec.tm, ", ", spec.tk, ", ", spec.tn, ")"));
+  }
+  if (spec.num_groups <= 0 || spec.group_offset < 0) {
+    return Invalid("at least one local group and a non-negative group offset",
+                   absl::StrCat(spec.num_groups, " groups at offset ", spec.group_offset));
+  }
+  const int64_t tm = std::min(spec.tm, spec.m);
+  const int64_t tk = std::min(spec.tk, spec.k);
+  const int64_t tn = std::min(spec.tn, spec.n);
+  GroupedMatmulWork w;
+  w.tiles_m = CeilDiv(spec.m, tm);
+  w.tiles_k = CeilDiv(spec.k, tk);
+  w.tiles_n = CeilDiv(spec.n, tn);
+
+  if (spec.group_sizes.has_value()) {
+    const std::vector<int64_t>& sizes = *spec.group_sizes;
+    if (static_cast<int64_t>(sizes.size()) < spec.group_offset + spec.num_groups) {
+      return Invalid(absl::StrCat("at least group_offset + num_groups = ",
+                                  spec.group_offset + spec.num_groups, " group sizes"),
+                     absl::StrCat(sizes.size()));
+    }
+    int64_t total = 0;
+    for (size_t g = 0; g < sizes.size(); ++g) {
+      if (sizes[g] < 0) return Invalid("non-negative group sizes", absl::StrCat(sizes[g]));
+      total += sizes[g];
+    }
+    if (total > spec.m) {
+      return Invalid(absl::StrCat("group sizes summing to at most m = ", spec.m),
+                     absl::StrCat(total, " (", absl::StrJoin(sizes, ","), ")"));
+    }
+    const std::vector<int64_t> tiles = VisitedTiles(spec, tm, w.tiles_m, &w.rows, &w.groups_visited);
+    w.visited_m_tiles = static_cast<int64_t>(tiles.size());
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      if (i == 0 || tiles[i] != tiles[i - 1]) ++w.distinct_m_tiles;
+    }
+    w.group_sizes_known = true;
+  } else {
+    // Upper bound: every row in a local group and every group boundary inside a tile.
+    w.rows = spec.m;
+    w.visited_m_tiles = w.tiles_m + spec.num_groups - 1;
+    w.distinct_m_tiles = w.tiles_m;
+    w.groups_visited = spec.num_groups;
+  }
+
+  const double m_rows = static_cast<double>(tm);
+  const double k = static_cast<double>(spec.k);
+  const double n = static_cast<double>(spec.n);
+  const double lhs_size = static_cast<double>(ByteWidth(spec.lhs_type));
+  const double rhs_size = static_cast<double>(ByteWidth(spec.rhs_type));
+  const double out_size = static_cast<double>(ByteWidth(spec.out_type));
+  const double visited = static_cast<double>(w.visited_m_tiles);
+  const double distinct = static_cast<double>(w.distinct_m_tiles);
+  w.flops = 2.0 * static_cast<double>(w.rows) * k * n;
+  w.executed_flops = visited * static_cast<double>(w.tiles_n) * static_cast<double>(w.tiles_k) *
+                     2.0 * m_rows * static_cast<double>(tk) * static_cast<double>(tn);
+  switch (spec.kind) {
+    case GroupedMatmulKind::kGmm:
+      w.lhs_bytes = static_cast<double>(w.tiles_n) * (w.tiles_k == 1 ? distinct : visited) *
+                    m_rows * k * lhs_size;
+      w.rhs_bytes = (w.tiles_k == 1 ? static_cast<double>(w.groups_visited) : visited) * k * n *
+                    rhs_size;
+      w.out_bytes = distinct * m_rows * n * out_size;
+      break;
+    case GroupedMatmulKind::kTgmm:
+      w.lhs_bytes = static_cast<double>(w.tiles_n) * distinct * m_rows * k * lhs_size;
+      w.rhs_bytes = static_cast<double>(w.tiles_k) * distinct * m_rows * n * rhs_size;
+      w.out_bytes = static_cast<double>(spec.num_groups) * k * n * out_size;
+      break;
+  }
+  w.bytes_accessed = w.lhs_bytes + w.rhs_bytes + w.out_bytes;
+  return w;
+}
+
+absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spec,
+                                                    const Chip& chip) {
+  GroupedMatmulCost cost;
+  absl::StatusOr<GroupedMatmulWork> work = CountGroupedMatmul(spec);
+  if (!work.ok()) return work.status();
+  cost.work = *work;
+  const MatmulRate rate = MatmulRateFor(spec.lhs_type, spec.rhs_type, MatmulPrecision::kDefault, chip);
+  double compute = 0;
+  if (rate.flops_per_second > 0) {
+    double executed = cost.work.executed_flops;
+    if (chip.is_tpu()) {
+      // Only the n grid dimension is "parallel": a megacore device splits the n tiles over its
+      // TensorCores, so an odd count leaves a core idle for one step.
+      const int64_t cores = DeviceCores(chip);
+      const int64_t tiles_n = cost.work.tiles_n;
+      executed *= static_cast<double>(CeilDiv(tiles_n, cores) * cores) / static_cast<double>(tiles_n);
+    }
+    const MatrixUnitSpec& unit = chip.proto().compute().matrix_unit();
+    const double derate = std::min(spec.tm, spec.m) < unit.output_rows_elements()
+                              ? unit.small_rows_fraction_of_peak()
+                              : 1.0;
+    compute = executed / (rate.flops_per_second * derate);
+  } else {
+    cost.unknown_rates.push_back(rate.unknown_rate);
+  }
+  const KernelTime t =
+      CombineRoofline(compute, cost.work.bytes_accessed / DeviceHbmBytesPerSecond(chip),
+                      chip.proto().compute().kernel_overhead_seconds());
+  cost.compute_seconds = t.compute_seconds;
+  cost.memory_seconds = t.memory_seconds;
+  cost.overhead_seconds = t.overhead_seconds;
+  cost.seconds = t.seconds;
+  cost.bound = t.bound;
+  return cost;
+}
+
+absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruction& instruction) {
+  const std::string& target = instruction.attributes().custom_call_target;
+  auto error = [&](absl::string_view what, absl::string_view got) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(instruction.name(), ": expected ", what, "; got ", got));
+  };
+  if (target != kGmmTarget && target != kTgmmTarget) {
+    return error("a perfsim.gmm or perfsim.tgmm custom-call", absl::StrCat("'", target, "'"));
+  }
+  if (instruction.operand_count() < 3 || instruction.operand_count() > 4) {
+    return error("operands (lhs, rhs, group_sizes[, group_offset])",
+                 absl::StrCat(instruction.operand_count(), " operands"));
+  }
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  const Shape& sizes = instruction.operand(2)->shape();
+  const Shape& out = instruction.shape();
+  if (!lhs.IsArray() || !rhs.IsArray() || !out.IsArray() || !sizes.IsArray() || sizes.rank() != 1) {
+    return error("array operands and result, rank-1 group_sizes",
+                 absl::StrCat(lhs.ToString(false), ", ", rhs.ToString(false), ", ",
+                              sizes.ToString(false), " -> ", out.ToString(false)));
+  }
+  const std::string config = instruction.attributes().backend_config.value_or("");
+  GroupedMatmulSpec spec;
+  spec.lhs_type = lhs.element_type();
+  spec.rhs_type = rhs.element_type();
+  spec.out_type = out.element_type();
+  if (target == kGmmTarget) {
+    const bool transpose_rhs = JsonTopLevelBool(config, "transpose_rhs").value_or(false);
+    if (lhs.rank() != 2 || rhs.rank() != 3) {
+      return error("lhs [m,k] and rhs [G,k,n]",
+                   absl::StrCat(lhs.ToString(false), " and ", rhs.ToString(false)));
+    }
+    spec.kind = GroupedMatmulKind::kGmm;
+    spec.m = lhs.dimensions(0);
+    spec.k = lhs.dimensions(1);
+    spec.n = transpose_rhs ? rhs.dimensions(1) : rhs.dimensions(2);
+    spec.num_groups = rhs.dimensions(0);
+  } else {
+    if (lhs.rank() != 2 || rhs.rank() != 2 || out.rank() != 3) {
+      return error("lhs [k,m], rhs [m,n] and result [G,k,n]",
+                   absl::StrCat(lhs.ToString(false), ", ", rhs.ToString(false), " -> ",
+                                out.ToString(false)));
+    }
+    spec.kind = GroupedMatmulKind::kTgmm;
+    spec.k = lhs.dimensions(0);
+    spec.m = lhs.dimensions(1);
+    spec.n = rhs.dimensions(1);
+    spec.num_groups = out.dimensions(0);
+  }
+  if (const std::optional<std::vector<int64_t>> tiling = JsonTopLevelIntArray(config, "tiling")) {
+    if (tiling->size() != 3) {
+      return error("backend_config tiling [tm, tk, tn]", absl::StrJoin(*tiling, ","));
+    }
+    spec.tm = (*tiling)[0];
+    spec.tk = (*tiling)[1];
+    spec.tn = (*tiling)[2];
+  }
+  spec.group_offset = JsonTopLevelInt(config, "group_offset").value_or(0);
+  if (instruction.operand_count() == 4) {
+    const Instruction* offset = instruction.operand(3);
+    if (offset->opcode() == Opcode::kConstant && offset->attributes().literal.has_value() &&
+        !offset->attributes().literal->elided() && offset->attributes().literal->element_count() == 1) {
+      spec.group_offset = offset->attributes().literal->GetAsInt64(0);
+    }
+  }
+  const Instruction* group_sizes = instruction.operand(2);
+  if (group_sizes->opcode() == Opcode::kConstant && group_sizes->attributes().literal.has_value() &&
+      !group_sizes->attributes().literal->elided()) {
+    const Literal& literal = *group_sizes->attributes().literal;
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < literal.element_count(); ++i) values.push_back(literal.GetAsInt64(i));
+    spec.group_sizes = std::move(values);
+  }
+  return spec;
+}
+
+}  // namespace perfsim

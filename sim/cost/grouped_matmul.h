@@ -1,0 +1,121 @@
+// Cost of the megablox grouped matmuls (perfsim.gmm / perfsim.tgmm, convention in
+// sim/interp/custom_calls.h; kernel structure in shared/reference/backends.md section 1b).
+//
+//   GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm, .m = 512, .k = 7168, .n = 2048,
+//                          .num_groups = 4, .group_sizes = {{100, 0, 300, 112}},
+//                          .tm = 128, .tk = 512, .tn = 1024};
+//   PERFSIM_ASSIGN_OR_RETURN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+//   // cost.work.visited_m_tiles == 6: groups own rows [0,100) [100,400) [400,512) -> m-tiles
+//   // {0}, {0,1,2,3}, {3}; the shared tiles 0 and 3 are visited once per group.
+//
+// The model follows the kernel's grid. gmm: grid (tiles_n, visited m-tiles, tiles_k); each
+// visited m-tile multiplies a (tm, tk) lhs block by its group's (tk, tn) weight block. tgmm:
+// grid (tiles_n, tiles_k, visited m-tiles), m innermost, accumulating dW[group] in VMEM.
+//   - Visited m-tiles: a group of gs rows starting at row s touches tiles
+//     floor(s/tm) .. floor((s+gs-1)/tm); a tile shared by two groups is visited once per group,
+//     so tiles_m <= visited <= tiles_m + G - 1. gmm skips empty groups; tgmm gives each empty
+//     group one tile (it writes their zero gradient). Unknown group sizes give the upper bound
+//     tiles_m + G - 1 (every row in a local group, every boundary splitting a tile).
+//   - Flops: useful 2·rows·k·n over the rows the active groups cover (m when the sizes are
+//     unknown); executed = visited · tiles_n · tiles_k · 2·tm·tk·tn: the MXU works on whole
+//     tiles, so rows of another group in a shared tile are tile waste.
+//   - HBM traffic, counting a block DMA whenever the block index differs from the previous
+//     grid step (Pallas skips the copy otherwise):
+//       gmm  lhs = tiles_n · (tiles_k == 1 ? distinct m-tiles : visited) · tm·k · bytes
+//            rhs = tiles_k == 1 ? (groups visited) · k·n · bytes   (fetched once per group run)
+//                               : visited · k·n · bytes           (re-streamed per m-tile)
+//            out = distinct m-tiles · tm·n · bytes
+//       tgmm lhs = tiles_n · distinct · tm·k · bytes, rhs = tiles_k · distinct · tm·n · bytes,
+//            out = G_local · k·n · bytes
+//     where "distinct" counts the m-tiles touched (consecutive visits of a shared tile reuse
+//     the block).
+//   - Time (CostGroupedMatmul): compute = executed flops at the matrix-unit rate of the
+//     operand types, the tiles_n steps spread over the TensorCores of a megacore TPU device
+//     (the only "parallel" grid dimension); memory = bytes / HBM bandwidth; plus the kernel
+//     overhead; the larger of compute and memory bounds it.
+#ifndef PERFSIM_SIM_COST_GROUPED_MATMUL_H_
+#define PERFSIM_SIM_COST_GROUPED_MATMUL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/cost/cost_types.h"
+#include "sim/hw/chip.h"
+#include "sim/ir/instruction.h"
+#include "sim/ir/primitive_type.h"
+
+namespace perfsim {
+
+enum class GroupedMatmulKind {
+  kGmm,   // out[m, n] = lhs[m, k] @ rhs[group of row][k, n]
+  kTgmm,  // out[g, k, n] = lhs[k, rows of g] @ rhs[rows of g, n]
+};
+
+struct GroupedMatmulSpec {
+  GroupedMatmulKind kind = GroupedMatmulKind::kGmm;
+  // gmm: lhs [m, k], rhs [G_local, k, n], out [m, n]. tgmm: lhs [k, m], rhs [m, n],
+  // out [G_local, k, n]; m is the grouped (contracted) dimension.
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  // G_local: groups this call computes, starting at group_offset.
+  int64_t num_groups = 0;
+  int64_t group_offset = 0;
+  // Sizes of all G groups (G >= group_offset + num_groups), e.g. tokens per expert from a
+  // routing; nullopt when not known.
+  std::optional<std::vector<int64_t>> group_sizes;
+  // Tiling (tm, tk, tn); each is clamped to its dimension (min(tile, dim)).
+  int64_t tm = 128;
+  int64_t tk = 128;
+  int64_t tn = 128;
+  PrimitiveType lhs_type = PrimitiveType::kBF16;
+  PrimitiveType rhs_type = PrimitiveType::kBF16;
+  PrimitiveType out_type = PrimitiveType::kF32;
+};
+
+struct GroupedMatmulWork {
+  double flops = 0;           // useful: 2·rows·k·n
+  double executed_flops = 0;  // whole tiles the matrix units run
+  double lhs_bytes = 0;
+  double rhs_bytes = 0;
+  double out_bytes = 0;
+  double bytes_accessed = 0;  // lhs + rhs + out
+  int64_t rows = 0;           // rows the active groups cover
+  int64_t tiles_m = 0;
+  int64_t tiles_k = 0;
+  int64_t tiles_n = 0;
+  int64_t visited_m_tiles = 0;   // grid steps along m
+  int64_t distinct_m_tiles = 0;  // m-tiles touched
+  int64_t groups_visited = 0;    // active groups that get at least one step
+  bool group_sizes_known = false;
+};
+
+// Counts; InvalidArgument for non-positive sizes or tiles, negative group sizes, group sizes
+// that sum to more than m, or too few group sizes for group_offset + num_groups.
+absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& spec);
+
+struct GroupedMatmulCost {
+  GroupedMatmulWork work;
+  double compute_seconds = 0;
+  double memory_seconds = 0;
+  double overhead_seconds = 0;
+  double seconds = 0;
+  Bound bound = Bound::kNone;
+  std::vector<std::string> unknown_rates;
+};
+
+// Counts and times one call on one device of `chip`.
+absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spec,
+                                                    const Chip& chip);
+
+// The spec of a perfsim.gmm / perfsim.tgmm custom-call: shapes, element types, tiling
+// (backend_config "tiling", default 128 each), group_offset, transpose_rhs, and the group sizes
+// when the group_sizes operand is a constant. InvalidArgument naming the instruction otherwise.
+absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruction& instruction);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_COST_GROUPED_MATMUL_H_

@@ -1,0 +1,848 @@
+// The counting pass (op_counts.h). Each rule cites what XLA does (openxla/xla
+// xla/service/hlo_cost_analysis.cc, summarised in shared/reference/xla_cost_model.md section 1)
+// and, where true-cost mode differs, why.
+#include "sim/cost/op_counts.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/string_view.h"
+#include "sim/cost/grouped_matmul.h"
+#include "sim/cost/op_counts_internal.h"
+#include "sim/cost/shape_bytes.h"
+#include "sim/ir/custom_call_targets.h"
+#include "sim/util/json_fields.h"
+
+namespace perfsim {
+namespace cost_internal {
+namespace {
+
+// One multiply-add is two flops (XLA's kFmaFlops).
+constexpr int64_t kFmaFlops = 2;
+
+// ceil(log2(n)) for n >= 1; 0 for n <= 1.
+int64_t Log2Ceiling(int64_t n) {
+  int64_t bits = 0;
+  while (bits < 63 && (int64_t{1} << bits) < n) ++bits;
+  return bits;
+}
+
+// XLA's transcendental set (HandleElementwiseOp): these count as transcendentals, not flops.
+bool IsTranscendental(Opcode opcode) {
+  switch (opcode) {
+    case Opcode::kAtan2:
+    case Opcode::kCbrt:
+    case Opcode::kCos:
+    case Opcode::kErf:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kLogistic:
+    case Opcode::kPower:
+    case Opcode::kRsqrt:
+    case Opcode::kSin:
+    case Opcode::kSqrt:
+    case Opcode::kTan:
+    case Opcode::kTanh:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t ProductOfDims(const Shape& shape, const std::vector<int64_t>& dims) {
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    if (d >= 0 && d < shape.rank()) product *= shape.dimensions(d);
+  }
+  return product;
+}
+
+// XLA's GetDotFlops: 2 · E(result) · product of the lhs contracting sizes.
+int64_t DotFlops(const Shape& lhs, int64_t result_elements, const DotDimensionNumbers& dnums) {
+  return kFmaFlops * result_elements * ProductOfDims(lhs, dnums.lhs_contracting_dimensions);
+}
+
+// ragged-dot flops. XLA deletes output dimensions [0, #rhs_group_dims) before GetDotFlops: in
+// the MoE mode ([M,K] x [G,K,N] -> [M,N]) that removes M, not G. The true count keeps every
+// output element; in the ragged-contracting mode ([M,K] x [K,N] -> [G,M,N]) each group
+// contracts only its own slice of K, so the K sum runs once over all groups, not G times.
+int64_t RaggedDotFlops(const Instruction& dot, bool xla) {
+  if (dot.operand_count() < 2 || !dot.shape().IsArray()) return 0;
+  const RaggedDotDimensionNumbers rdn =
+      dot.attributes().ragged_dot_dimension_numbers.value_or(RaggedDotDimensionNumbers{});
+  const Shape& lhs = dot.operand(0)->shape();
+  const Shape& out = dot.shape();
+  int64_t out_elements = out.ElementCount();
+  if (xla) {
+    int64_t deleted = 1;
+    const int64_t groups = static_cast<int64_t>(rdn.rhs_group_dimensions.size());
+    for (int64_t i = 0; i < groups && i < out.rank(); ++i) deleted *= out.dimensions(i);
+    out_elements = deleted == 0 ? 0 : out_elements / deleted;
+    return DotFlops(lhs, out_elements, rdn.dot);
+  }
+  const bool ragged_contracting =
+      !rdn.lhs_ragged_dimensions.empty() &&
+      std::find(rdn.dot.lhs_contracting_dimensions.begin(),
+                rdn.dot.lhs_contracting_dimensions.end(),
+                rdn.lhs_ragged_dimensions[0]) != rdn.dot.lhs_contracting_dimensions.end();
+  if (ragged_contracting && out.rank() > 0 && out.dimensions(0) > 0) {
+    out_elements /= out.dimensions(0);  // the leading group dimension of the result
+  }
+  return DotFlops(lhs, out_elements, rdn.dot);
+}
+
+// Positions of b/f (or i/o) and the spatial digits in one side of conv dim_labels.
+struct ConvSide {
+  int64_t first = -1;
+  int64_t second = -1;
+  std::vector<int64_t> spatial;  // position of spatial dimension 0, 1, ...
+};
+
+ConvSide ParseConvSide(absl::string_view text, char first, char second) {
+  ConvSide side;
+  side.spatial.assign(text.size(), -1);
+  int64_t count = 0;
+  for (size_t pos = 0; pos < text.size(); ++pos) {
+    const char c = text[pos];
+    if (c == first) side.first = static_cast<int64_t>(pos);
+    if (c == second) side.second = static_cast<int64_t>(pos);
+    if (c >= '0' && c <= '9' && static_cast<size_t>(c - '0') < text.size()) {
+      side.spatial[c - '0'] = static_cast<int64_t>(pos);
+      ++count;
+    }
+  }
+  side.spatial.resize(count);
+  return side;
+}
+
+// XLA's GetConvolutionFlops: 2 · (Cin / feature groups) · Cout · (N / batch groups) · the
+// product over spatial dimensions of the (output, kernel) position pairs that read a real
+// (not padding, not dilation-hole) input element.
+int64_t ConvolutionFlops(const Instruction& conv) {
+  if (conv.operand_count() < 2 || !conv.shape().IsArray()) return 0;
+  const Shape& lhs = conv.operand(0)->shape();
+  const Shape& rhs = conv.operand(1)->shape();
+  const Shape& out = conv.shape();
+  const InstructionAttributes& attrs = conv.attributes();
+  const absl::string_view labels = attrs.dim_labels;
+  const size_t underscore = labels.find('_');
+  const size_t arrow = labels.find("->");
+  if (underscore == absl::string_view::npos || arrow == absl::string_view::npos) return 0;
+  const ConvSide in = ParseConvSide(labels.substr(0, underscore), 'b', 'f');
+  const ConvSide kernel = ParseConvSide(labels.substr(underscore + 1, arrow - underscore - 1), 'i', 'o');
+  const ConvSide result = ParseConvSide(labels.substr(arrow + 2), 'b', 'f');
+  if (in.first < 0 || in.second < 0 || result.second < 0) return 0;
+  const std::vector<WindowDimension> window = attrs.window.value_or(std::vector<WindowDimension>{});
+  int64_t positions = 1;
+  for (size_t s = 0; s < window.size() && s < in.spatial.size() && s < kernel.spatial.size() &&
+                     s < result.spatial.size();
+       ++s) {
+    const WindowDimension& w = window[s];
+    const int64_t input_limit = lhs.dimensions(in.spatial[s]);
+    const int64_t kernel_limit = rhs.dimensions(kernel.spatial[s]);
+    const int64_t output_limit = out.dimensions(result.spatial[s]);
+    int64_t valid = 0;
+    for (int64_t k = 0; k < kernel_limit; ++k) {
+      for (int64_t o = 0; o < output_limit; ++o) {
+        const int64_t undilated = o * w.stride - w.padding_low + k * w.window_dilation;
+        const int64_t index = w.base_dilation > 1 ? undilated / w.base_dilation : undilated;
+        if (undilated != index * w.base_dilation) continue;
+        if (index < 0 || index >= input_limit) continue;
+        ++valid;
+      }
+    }
+    positions *= valid;
+  }
+  const int64_t fgc = std::max<int64_t>(1, attrs.feature_group_count);
+  const int64_t bgc = std::max<int64_t>(1, attrs.batch_group_count);
+  return kFmaFlops * (lhs.dimensions(in.second) / fgc) * out.dimensions(result.second) *
+         (lhs.dimensions(in.first) / bgc) * positions;
+}
+
+// XLA's ShapeUtil::TransposeIsBitcast: the transpose only renames dimensions when the physical
+// order of the data stays the same (dims composed with the output layout equals the input
+// layout). XLA's cost analysis then treats it as a bitcast.
+bool TransposeIsBitcast(const Instruction& transpose) {
+  if (transpose.operand_count() != 1) return false;
+  const Shape& in = transpose.operand(0)->shape();
+  const Shape& out = transpose.shape();
+  if (!in.IsArray() || !out.IsArray() || in.element_type() != out.element_type()) return false;
+  const std::vector<int64_t> dims =
+      transpose.attributes().dimensions.value_or(std::vector<int64_t>{});
+  const std::vector<int64_t> in_order = in.EffectiveLayout().minor_to_major;
+  const std::vector<int64_t> out_order = out.EffectiveLayout().minor_to_major;
+  if (dims.size() != out_order.size() || in_order.size() != out_order.size()) return false;
+  for (size_t i = 0; i < out_order.size(); ++i) {
+    const int64_t o = out_order[i];
+    if (o < 0 || o >= static_cast<int64_t>(dims.size()) || dims[o] != in_order[i]) return false;
+  }
+  return true;
+}
+
+// A reshape whose operand and result are both in the default (row-major), untiled layout and of
+// one element type: the data does not move.
+bool ReshapeIsBitcast(const Instruction& reshape) {
+  if (reshape.operand_count() != 1) return false;
+  const Shape& in = reshape.operand(0)->shape();
+  const Shape& out = reshape.shape();
+  return in.IsArray() && out.IsArray() && in.element_type() == out.element_type() &&
+         in.EffectiveLayout().minor_to_major == Layout::Default(in.rank()).minor_to_major &&
+         out.EffectiveLayout().minor_to_major == Layout::Default(out.rank()).minor_to_major &&
+         in.EffectiveLayout().tiles.empty() && out.EffectiveLayout().tiles.empty();
+}
+
+// A number field of a JSON object, written as a number or a quoted string.
+std::optional<double> JsonNumber(absl::string_view json, absl::string_view key) {
+  const std::optional<std::string> text = JsonTopLevelValue(json, key);
+  if (!text.has_value()) return std::nullopt;
+  absl::string_view value = *text;
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+    value = value.substr(1, value.size() - 2);
+  }
+  double out = 0;
+  if (!absl::SimpleAtod(value, &out)) return std::nullopt;
+  return out;
+}
+
+// Custom-call targets that annotate shardings or allocate, and move no data.
+bool IsAnnotationTarget(absl::string_view target) {
+  return target == "Sharding" || target == "SPMDFullToShardShape" ||
+         target == "SPMDShardToFullShape" || target == kAllocateBufferTarget ||
+         absl::StartsWith(target, "xla.sdy.");
+}
+
+}  // namespace
+
+const UserMap& Counter::Users(const Computation& computation) {
+  auto it = users_.find(&computation);
+  if (it != users_.end()) return it->second;
+  UserMap& users = users_[&computation];
+  for (const auto& instruction : computation.instructions()) {
+    for (const Instruction* operand : instruction->operands()) {
+      std::vector<const Instruction*>& list = users[operand];
+      if (list.empty() || list.back() != instruction.get()) {
+        if (std::find(list.begin(), list.end(), instruction.get()) == list.end()) {
+          list.push_back(instruction.get());
+        }
+      }
+    }
+  }
+  return users;
+}
+
+std::vector<const Instruction*> XlaVisitOrder(const Computation& computation,
+                                              const UserMap& users) {
+  std::vector<const Instruction*> order;
+  order.reserve(computation.instructions().size());
+  absl::flat_hash_map<const Instruction*, int> state;  // 1 visiting, 2 visited
+  absl::flat_hash_map<const Instruction*, bool> has_control_successor;
+  for (const auto& instruction : computation.instructions()) {
+    for (const Instruction* p : instruction->control_predecessors()) has_control_successor[p] = true;
+  }
+  // Iterative post-order DFS, operands in order then control predecessors, as XLA's
+  // PostOrderDFS does (it pushes children reversed so the first operand is visited first).
+  auto visit = [&](const Instruction* root) {
+    std::vector<const Instruction*> stack = {root};
+    while (!stack.empty()) {
+      const Instruction* current = stack.back();
+      int& s = state[current];
+      if (s == 2) {
+        stack.pop_back();
+        continue;
+      }
+      if (s == 1) {
+        stack.pop_back();
+        s = 2;
+        order.push_back(current);
+        continue;
+      }
+      s = 1;
+      const size_t before = stack.size();
+      for (const Instruction* operand : current->operands()) {
+        auto found = state.find(operand);
+        if (found == state.end() || found->second == 0) stack.push_back(operand);
+      }
+      for (const Instruction* p : current->control_predecessors()) {
+        auto found = state.find(p);
+        if (found == state.end() || found->second == 0) stack.push_back(p);
+      }
+      std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(before), stack.end());
+    }
+  };
+  for (const auto& instruction : computation.instructions()) {
+    const Instruction* i = instruction.get();
+    if (i == computation.root()) continue;
+    auto u = users.find(i);
+    if ((u == users.end() || u->second.empty()) && !has_control_successor[i]) visit(i);
+  }
+  if (computation.root() != nullptr) visit(computation.root());
+  return order;
+}
+
+OpCounts Counter::Sum(const Computation& computation) {
+  OpCounts sum;
+  for (const Instruction* instruction : XlaVisitOrder(computation, Users(computation))) {
+    const OpCounts c = Count(*instruction);
+    Add(sum.flops, c.flops);
+    Add(sum.transcendentals, c.transcendentals);
+    Add(sum.bytes_accessed, c.bytes_accessed);
+    if (sum.operand_bytes.size() < c.operand_bytes.size()) {
+      sum.operand_bytes.resize(c.operand_bytes.size(), 0.0);
+    }
+    for (size_t i = 0; i < c.operand_bytes.size(); ++i) Add(sum.operand_bytes[i], c.operand_bytes[i]);
+    Add(sum.output_bytes, c.output_bytes);
+  }
+  return sum;
+}
+
+// XLA's Preprocess: read every operand (a tuple operand is its pointer table), write every
+// array of the result.
+OpCounts Counter::Default(const Instruction& instruction) {
+  OpCounts c;
+  c.output_bytes = R(static_cast<double>(LeafBytes(instruction.shape())));
+  c.bytes_accessed = c.output_bytes;
+  for (const Instruction* operand : instruction.operands()) {
+    const double bytes = R(static_cast<double>(ShapeSizeBytes(operand->shape())));
+    c.operand_bytes.push_back(bytes);
+    Add(c.bytes_accessed, bytes);
+  }
+  return c;
+}
+
+// Copies the flops and transcendentals of `computation`, times `times`, into `counts`
+// (XLA's KeyToCopyFromSubcomputation: the byte keys of the callee are not copied).
+void Counter::ScaleSubcomputation(const Computation* computation, double times, OpCounts& counts,
+                                  bool accumulate) {
+  if (computation == nullptr) return;
+  const OpCounts sub = Sum(*computation);
+  const double flops = R(R(sub.flops) * R(times));
+  const double transcendentals = R(R(sub.transcendentals) * R(times));
+  if (accumulate) {
+    Add(counts.flops, flops);
+    Add(counts.transcendentals, transcendentals);
+  } else {
+    // XLA assigns only the keys the callee has (non-zero); the others keep their value.
+    if (sub.flops != 0) counts.flops = flops;
+    if (sub.transcendentals != 0) counts.transcendentals = transcendentals;
+  }
+}
+
+OpCounts Counter::CountWhile(const Instruction& instruction) {
+  const OpCounts body = instruction.body() ? Sum(*instruction.body()) : OpCounts{};
+  const OpCounts condition = instruction.condition() ? Sum(*instruction.condition()) : OpCounts{};
+  double body_times = 1;
+  double condition_times = 1;
+  if (!xla()) {
+    // True cost: the loop runs its body trip-count times and tests its condition once more.
+    // XLA counts one iteration even when it knows the trip count.
+    if (const std::optional<int64_t> trips = KnownTripCount(instruction)) {
+      body_times = static_cast<double>(*trips);
+      condition_times = static_cast<double>(*trips + 1);
+    }
+  }
+  OpCounts c;
+  auto add = [&](const OpCounts& part, double times) {
+    Add(c.flops, part.flops * times);
+    Add(c.transcendentals, part.transcendentals * times);
+    Add(c.bytes_accessed, part.bytes_accessed * times);
+    if (c.operand_bytes.size() < part.operand_bytes.size()) {
+      c.operand_bytes.resize(part.operand_bytes.size(), 0.0);
+    }
+    for (size_t i = 0; i < part.operand_bytes.size(); ++i) {
+      Add(c.operand_bytes[i], part.operand_bytes[i] * times);
+    }
+    Add(c.output_bytes, part.output_bytes * times);
+  };
+  add(body, body_times);
+  add(condition, condition_times);
+  return c;
+}
+
+// XLA: every key is the maximum over the branches (a zero key of a later branch is skipped).
+OpCounts Counter::CountConditional(const Instruction& instruction) {
+  const std::vector<Computation*>& branches = instruction.branch_computations();
+  if (branches.empty() || branches[0] == nullptr) return Default(instruction);
+  OpCounts c = Sum(*branches[0]);
+  auto take_max = [](double& current, double value) {
+    if (value != 0) current = std::max(current, value);
+  };
+  for (size_t b = 1; b < branches.size(); ++b) {
+    if (branches[b] == nullptr) continue;
+    const OpCounts branch = Sum(*branches[b]);
+    take_max(c.flops, branch.flops);
+    take_max(c.transcendentals, branch.transcendentals);
+    take_max(c.bytes_accessed, branch.bytes_accessed);
+    if (c.operand_bytes.size() < branch.operand_bytes.size()) {
+      c.operand_bytes.resize(branch.operand_bytes.size(), 0.0);
+    }
+    for (size_t i = 0; i < branch.operand_bytes.size(); ++i) {
+      take_max(c.operand_bytes[i], branch.operand_bytes[i]);
+    }
+    take_max(c.output_bytes, branch.output_bytes);
+  }
+  return c;
+}
+
+OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
+  const std::string& target = instruction.attributes().custom_call_target;
+  if (xla()) {
+    // XLA marks a custom call as unknown: -1 for flops, bytes and every per-operand entry.
+    c.flops = -1;
+    c.bytes_accessed = -1;
+    c.output_bytes = -1;
+    for (double& b : c.operand_bytes) b = -1;
+    return c;
+  }
+  if (IsAnnotationTarget(target)) {
+    return OpCounts{.operand_bytes = std::vector<double>(instruction.operand_count(), 0.0)};
+  }
+  if (target == kGmmTarget || target == kTgmmTarget) {
+    const absl::StatusOr<GroupedMatmulSpec> spec = GroupedMatmulSpecFromInstruction(instruction);
+    if (spec.ok()) {
+      const absl::StatusOr<GroupedMatmulWork> work = CountGroupedMatmul(*spec);
+      if (work.ok()) {
+        c.flops = work->flops;
+        c.bytes_accessed = work->bytes_accessed;
+        c.output_bytes = work->out_bytes;
+        c.operand_bytes.assign(instruction.operand_count(), 0.0);
+        if (!c.operand_bytes.empty()) c.operand_bytes[0] = work->lhs_bytes;
+        if (c.operand_bytes.size() > 1) c.operand_bytes[1] = work->rhs_bytes;
+        // The group sizes (and offset) are read into SMEM once.
+        for (size_t i = 2; i < c.operand_bytes.size(); ++i) {
+          c.operand_bytes[i] = static_cast<double>(ShapeSizeBytes(instruction.operand(i)->shape()));
+          c.bytes_accessed += c.operand_bytes[i];
+        }
+      }
+    }
+    return c;
+  }
+  if (target == "TopK" && instruction.operand_count() == 1 && instruction.shape().IsTuple() &&
+      instruction.shape().tuple_size() == 2) {
+    const Shape& values = instruction.shape().tuple_shapes(0);
+    const int64_t k = values.rank() > 0 ? values.dimensions(values.rank() - 1) : 1;
+    c.flops = static_cast<double>(ElementsIn(instruction.operand(0)->shape()) *
+                                  std::max<int64_t>(1, Log2Ceiling(k)));
+    return c;
+  }
+  if (absl::StartsWith(target, "__cublas$gemm") || absl::StartsWith(target, "__cublas$lt$matmul")) {
+    // As XLA's GPU analysis: dot flops from gemm_backend_config, result = tuple element 0 (the
+    // rest is cuBLAS workspace).
+    const std::string config = instruction.attributes().backend_config.value_or("");
+    const std::optional<std::string> gemm = JsonTopLevelValue(config, "gemm_backend_config");
+    const std::optional<std::string> dnums =
+        gemm ? JsonTopLevelValue(*gemm, "dot_dimension_numbers") : std::nullopt;
+    const std::optional<std::vector<int64_t>> contracting =
+        dnums ? JsonTopLevelIntArray(*dnums, "lhs_contracting_dimensions") : std::nullopt;
+    const Shape& result = instruction.shape().IsTuple() && instruction.shape().tuple_size() > 0
+                              ? instruction.shape().tuple_shapes(0)
+                              : instruction.shape();
+    if (contracting.has_value() && instruction.operand_count() >= 1) {
+      DotDimensionNumbers d;
+      d.lhs_contracting_dimensions = *contracting;
+      c.flops = static_cast<double>(DotFlops(instruction.operand(0)->shape(), ElementsIn(result), d));
+    }
+    c.bytes_accessed -= c.output_bytes;
+    c.output_bytes = static_cast<double>(LeafBytes(result));
+    c.bytes_accessed += c.output_bytes;
+    return c;
+  }
+  // A kernel that declares its cost (Pallas: backend_config.custom_call_config.cost_estimate).
+  const std::string config = instruction.attributes().backend_config.value_or("");
+  std::optional<std::string> estimate = JsonTopLevelValue(config, "cost_estimate");
+  if (!estimate.has_value()) {
+    if (const std::optional<std::string> inner = JsonTopLevelValue(config, "custom_call_config")) {
+      estimate = JsonTopLevelValue(*inner, "cost_estimate");
+    }
+  }
+  if (estimate.has_value()) {
+    if (const std::optional<double> v = JsonNumber(*estimate, "flops")) c.flops = *v;
+    if (const std::optional<double> v = JsonNumber(*estimate, "transcendentals")) {
+      c.transcendentals = *v;
+    }
+    if (const std::optional<double> v = JsonNumber(*estimate, "bytes_accessed")) {
+      c.bytes_accessed = *v;
+    }
+  }
+  return c;
+}
+
+OpCounts Counter::Count(const Instruction& instruction) {
+  OpCounts c = Default(instruction);
+  const Shape& shape = instruction.shape();
+  const auto zero_everything = [&]() {
+    return OpCounts{.operand_bytes = std::vector<double>(instruction.operand_count(), 0.0)};
+  };
+  switch (instruction.opcode()) {
+    // No computation and no memory traffic.
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kGetTupleElement:
+    case Opcode::kAfterAll:
+    case Opcode::kAddDependency:
+    case Opcode::kDomain:
+    case Opcode::kBitcast:
+      return zero_everything();
+
+    // Data movement: reads its operands, writes its result, no flops.
+    case Opcode::kBroadcast:
+    case Opcode::kDynamicReshape:
+    case Opcode::kCopy:
+    case Opcode::kConcatenate:
+    case Opcode::kPad:
+    case Opcode::kReverse:
+    case Opcode::kIota:
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kGetDimensionSize:
+    case Opcode::kSetDimensionSize:
+    case Opcode::kCopyStart:
+    case Opcode::kCopyDone:
+    case Opcode::kInfeed:
+    case Opcode::kOutfeed:
+    case Opcode::kRngGetAndUpdateState:
+      return c;
+    case Opcode::kTranspose:
+      return TransposeIsBitcast(instruction) ? zero_everything() : c;
+    case Opcode::kReshape:
+      // XLA charges every reshape; a reshape between row-major layouts keeps the bytes in
+      // place, so accelerators make it a bitcast.
+      return !xla() && ReshapeIsBitcast(instruction) ? zero_everything() : c;
+
+    // Collectives: XLA's HloCostAnalysis has no network model, only the default bytes.
+    case Opcode::kAllGather:
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllGatherDone:
+    case Opcode::kAllReduceDone:
+    case Opcode::kAllToAll:
+    case Opcode::kRaggedAllToAll:
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kCollectivePermute:
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kCollectivePermuteDone:
+    case Opcode::kPartitionId:
+    case Opcode::kReplicaId:
+    case Opcode::kSend:
+    case Opcode::kSendDone:
+    case Opcode::kRecv:
+    case Opcode::kRecvDone:
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
+      return c;
+    case Opcode::kReduceScatter:
+      if (!xla()) {
+        // Each device adds N-1 partial shards into its own output shard.
+        const int64_t n = CollectiveGroupSize(instruction, options_.num_devices);
+        c.flops = static_cast<double>(ElementsInRecursive(shape) * std::max<int64_t>(0, n - 1));
+      }
+      return c;
+    case Opcode::kAllReduce:
+    case Opcode::kAllReduceStart: {
+      // XLA assumes two replicas: one addition per output element (its TODO b/33004697).
+      double elements = static_cast<double>(ElementsInRecursive(shape));
+      if (!xla()) {
+        const int64_t n = CollectiveGroupSize(instruction, options_.num_devices);
+        elements = elements * static_cast<double>(std::max<int64_t>(0, n - 1)) /
+                   static_cast<double>(std::max<int64_t>(1, n));
+      }
+      c.flops = R(elements);
+      return c;
+    }
+
+    // Elementwise: one operation per output element, transcendental or not.
+    case Opcode::kAbs:
+    case Opcode::kAdd:
+    case Opcode::kAnd:
+    case Opcode::kAtan2:
+    case Opcode::kBitcastConvert:
+    case Opcode::kCbrt:
+    case Opcode::kCeil:
+    case Opcode::kClamp:
+    case Opcode::kClz:
+    case Opcode::kCompare:
+    case Opcode::kConvert:
+    case Opcode::kCos:
+    case Opcode::kDivide:
+    case Opcode::kErf:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kFloor:
+    case Opcode::kImag:
+    case Opcode::kIsFinite:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kLogistic:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kMultiply:
+    case Opcode::kNegate:
+    case Opcode::kNot:
+    case Opcode::kOr:
+    case Opcode::kPopcnt:
+    case Opcode::kPower:
+    case Opcode::kReal:
+    case Opcode::kReducePrecision:
+    case Opcode::kRemainder:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven:
+    case Opcode::kRsqrt:
+    case Opcode::kSelect:
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightArithmetic:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kSign:
+    case Opcode::kSin:
+    case Opcode::kSqrt:
+    case Opcode::kStochasticConvert:
+    case Opcode::kSubtract:
+    case Opcode::kTan:
+    case Opcode::kTanh:
+    case Opcode::kXor:
+      if (IsTranscendental(instruction.opcode())) {
+        c.transcendentals = R(static_cast<double>(ElementsIn(shape)));
+      } else {
+        c.flops = R(static_cast<double>(ElementsIn(shape)));
+      }
+      return c;
+    case Opcode::kRng:
+      c.transcendentals = R(static_cast<double>(ElementsIn(shape)));
+      return c;
+    case Opcode::kRngBitGenerator:
+      c.transcendentals = R(static_cast<double>(ElementsInRecursive(shape)));
+      return c;
+
+    case Opcode::kDot:
+      if (instruction.operand_count() >= 1 && shape.IsArray()) {
+        c.flops = R(static_cast<double>(DotFlops(
+            instruction.operand(0)->shape(), shape.ElementCount(),
+            instruction.attributes().dot_dimension_numbers.value_or(DotDimensionNumbers{}))));
+      }
+      return c;
+    case Opcode::kRaggedDot:
+      c.flops = R(static_cast<double>(RaggedDotFlops(instruction, xla())));
+      return c;
+    case Opcode::kConvolution:
+      c.flops = R(static_cast<double>(ConvolutionFlops(instruction)));
+      return c;
+
+    case Opcode::kReduce: {
+      // The reducer runs E(input) - E(output) times; it already counts every variadic operand.
+      if (instruction.operand_count() == 0) return c;
+      const Shape& out0 = shape.IsTuple() && shape.tuple_size() > 0 ? shape.tuple_shapes(0) : shape;
+      const double count = static_cast<double>(ElementsIn(instruction.operand(0)->shape()) -
+                                               ElementsIn(out0));
+      ScaleSubcomputation(instruction.to_apply(), count, c, /*accumulate=*/false);
+      return c;
+    }
+    case Opcode::kReduceWindow: {
+      if (instruction.operand_count() == 0) return c;
+      const Shape& out0 = shape.IsTuple() && shape.tuple_size() > 0 ? shape.tuple_shapes(0) : shape;
+      const std::vector<WindowDimension> window =
+          instruction.attributes().window.value_or(std::vector<WindowDimension>{});
+      int64_t window_elements = 1;
+      for (const WindowDimension& w : window) window_elements *= w.size;
+      const int64_t out_elements = ElementsIn(out0);
+      double count = static_cast<double>((window_elements - 1) * out_elements);
+      if (xla()) {
+        // XLA recognises a reduce-window that is a full reduce along one dimension of size N
+        // followed by a broadcast back (window 2N-1, padding N-1 on both sides) and charges
+        // E(out)/N + (N-1) applications (xla_cost_model.md 1.2). Not exercised by the
+        // committed JAX modules.
+        const Shape& in0 = instruction.operand(0)->shape();
+        int64_t reduced_dims = 0;
+        int64_t n = 0;
+        bool pattern = static_cast<int64_t>(window.size()) == in0.rank();
+        for (size_t d = 0; pattern && d < window.size(); ++d) {
+          const WindowDimension& w = window[d];
+          if (w.size == 1 && w.padding_low == 0 && w.padding_high == 0) continue;
+          const int64_t size = in0.dimensions(static_cast<int64_t>(d));
+          ++reduced_dims;
+          n = size;
+          pattern = size > 1 && w.size == 2 * size - 1 && w.padding_low == size - 1 &&
+                    w.padding_high == size - 1 && w.stride == 1 && w.window_dilation == 1 &&
+                    w.base_dilation == 1;
+        }
+        if (pattern && reduced_dims == 1) {
+          count = static_cast<double>(out_elements / n + (n - 1));
+        }
+      }
+      ScaleSubcomputation(instruction.to_apply(), count, c, /*accumulate=*/false);
+      return c;
+    }
+    case Opcode::kSelectAndScatter: {
+      // Per source element: window-1 selects and one scatter.
+      if (instruction.operand_count() < 2) return c;
+      const int64_t source = ElementsIn(instruction.operand(1)->shape());
+      int64_t window_elements = 1;
+      for (const WindowDimension& w :
+           instruction.attributes().window.value_or(std::vector<WindowDimension>{})) {
+        window_elements *= w.size;
+      }
+      ScaleSubcomputation(instruction.select(), static_cast<double>(source * (window_elements - 1)),
+                          c, /*accumulate=*/true);
+      ScaleSubcomputation(instruction.scatter(), static_cast<double>(source), c,
+                          /*accumulate=*/true);
+      return c;
+    }
+    case Opcode::kMap:
+      ScaleSubcomputation(instruction.to_apply(), static_cast<double>(ElementsIn(shape)), c,
+                          /*accumulate=*/false);
+      return c;
+    case Opcode::kSort: {
+      if (instruction.operand_count() == 0) return c;
+      const Shape& keys = instruction.operand(0)->shape();
+      const int64_t elements = ElementsIn(keys);
+      if (xla()) {
+        // A comparison sort over all elements, the comparator not visited.
+        c.flops = R(static_cast<double>(elements * Log2Ceiling(elements)));
+        return c;
+      }
+      // Each row along the sort dimension is sorted on its own.
+      const std::vector<int64_t> dims = instruction.attributes().dimensions.value_or(
+          std::vector<int64_t>{keys.rank() > 0 ? keys.rank() - 1 : 0});
+      const int64_t d = dims.empty() ? 0 : dims[0];
+      const int64_t length = d >= 0 && d < keys.rank() ? keys.dimensions(d) : elements;
+      const double comparator = instruction.to_apply() ? Sum(*instruction.to_apply()).flops : 0.0;
+      c.flops = static_cast<double>(elements * Log2Ceiling(length)) * std::max(1.0, comparator);
+      return c;
+    }
+    case Opcode::kTopK:
+      if (!xla() && instruction.operand_count() == 1) {
+        const int64_t k = instruction.attributes().k.value_or(1);
+        c.flops = static_cast<double>(ElementsIn(instruction.operand(0)->shape()) *
+                                      std::max<int64_t>(1, Log2Ceiling(k)));
+      }
+      return c;  // XLA: 0 flops (a TODO upstream).
+
+    // Ops that read only part of an operand.
+    case Opcode::kSlice: {
+      const double out = R(static_cast<double>(ShapeSizeBytes(shape)));
+      c.operand_bytes.assign(instruction.operand_count(), 0.0);
+      if (!c.operand_bytes.empty()) c.operand_bytes[0] = out;
+      c.output_bytes = out;
+      c.bytes_accessed = R(2 * out);
+      return c;
+    }
+    case Opcode::kDynamicSlice: {
+      // Reads the slice and (XLA) the first index operand; the true count reads every index.
+      // (XLA's per-operand entries of the other indices keep their default, unread sizes.)
+      const double out = R(static_cast<double>(ShapeSizeBytes(shape)));
+      if (c.operand_bytes.empty()) return c;
+      c.operand_bytes[0] = out;
+      c.output_bytes = out;
+      c.bytes_accessed = R(2 * out);
+      for (int64_t i = 1; i < instruction.operand_count() && (i == 1 || !xla()); ++i) {
+        Add(c.bytes_accessed, c.operand_bytes[i]);
+      }
+      return c;
+    }
+    case Opcode::kDynamicUpdateSlice: {
+      // In place: the operand is aliased to the result, only the update is read and written.
+      if (instruction.operand_count() < 2) return c;
+      // (XLA's per-operand entries of the indices after the first keep their default sizes.)
+      const double update = R(static_cast<double>(ShapeSizeBytes(instruction.operand(1)->shape())));
+      c.operand_bytes[0] = 0;
+      c.output_bytes = update;
+      c.bytes_accessed = R(2 * update);
+      for (int64_t i = 2; i < instruction.operand_count() && (i == 2 || !xla()); ++i) {
+        Add(c.bytes_accessed, c.operand_bytes[i]);
+      }
+      return c;
+    }
+    case Opcode::kGather: {
+      if (instruction.operand_count() < 2) return c;
+      const double out = R(static_cast<double>(ShapeSizeBytes(shape)));
+      const double indices = R(static_cast<double>(ShapeSizeBytes(instruction.operand(1)->shape())));
+      c.operand_bytes = {out, indices};
+      c.output_bytes = out;
+      c.bytes_accessed = R(R(2 * out) + indices);
+      return c;
+    }
+    case Opcode::kScatter: {
+      // Operands (inputs..., indices, updates...): reads and writes the updated regions of the
+      // inputs and reads the updates, 3 x updates in all, plus the indices.
+      const int64_t n = (instruction.operand_count() - 1) / 2;
+      if (n < 1) return c;
+      c.operand_bytes.assign(instruction.operand_count(), 0.0);
+      double total_update = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double update =
+            R(static_cast<double>(ShapeSizeBytes(instruction.operand(n + 1 + i)->shape())));
+        c.operand_bytes[i] = update;
+        c.operand_bytes[n + 1 + i] = update;
+        Add(total_update, update);
+      }
+      const double indices = R(static_cast<double>(ShapeSizeBytes(instruction.operand(n)->shape())));
+      c.operand_bytes[n] = indices;
+      c.bytes_accessed = R(indices + R(3 * total_update));
+      c.output_bytes = total_update;
+      c.flops = 0;
+      c.transcendentals = 0;
+      ScaleSubcomputation(instruction.to_apply(),
+                          static_cast<double>(ElementsIn(instruction.operand(n + 1)->shape())), c,
+                          /*accumulate=*/false);
+      return c;
+    }
+
+    case Opcode::kTuple:
+      // XLA writes the tuple's pointer table (8 B per element); on an accelerator a tuple is
+      // bookkeeping and moves no data.
+      c.operand_bytes.assign(instruction.operand_count(), 0.0);
+      c.output_bytes = xla() ? R(static_cast<double>(ShapeSizeBytes(shape))) : 0.0;
+      c.bytes_accessed = c.output_bytes;
+      return c;
+
+    case Opcode::kFusion:
+      return CountFusion(instruction);
+    case Opcode::kCall:
+      return instruction.to_apply() ? Sum(*instruction.to_apply()) : c;
+    case Opcode::kAsyncStart:
+      return instruction.calls().empty() || instruction.calls()[0] == nullptr
+                 ? c
+                 : Sum(*instruction.calls()[0]);
+    case Opcode::kWhile:
+      return CountWhile(instruction);
+    case Opcode::kConditional:
+      return CountConditional(instruction);
+    case Opcode::kCustomCall:
+      return CountCustomCall(instruction, c);
+  }
+  return c;
+}
+
+}  // namespace cost_internal
+
+OpCounts CountInstruction(const Instruction& instruction, const CountOptions& options) {
+  cost_internal::Counter counter(options);
+  return counter.Count(instruction);
+}
+
+OpCounts CountComputation(const Computation& computation, const CountOptions& options) {
+  cost_internal::Counter counter(options);
+  return counter.Sum(computation);
+}
+
+std::optional<int64_t> KnownTripCount(const Instruction& while_instruction) {
+  const std::string config = while_instruction.attributes().backend_config.value_or("");
+  const std::optional<std::string> known = JsonTopLevelValue(config, "known_trip_count");
+  if (!known.has_value()) return std::nullopt;
+  const std::optional<int64_t> n = JsonTopLevelInt(*known, "n");
+  if (!n.has_value() || *n < 0) return std::nullopt;
+  return n;
+}
+
+int64_t CollectiveGroupSize(const Instruction& instruction, int64_t num_devices) {
+  const Opcode op = instruction.opcode();
+  if (op == Opcode::kCollectivePermute || op == Opcode::kCollectivePermuteStart) return 2;
+  const std::optional<ReplicaGroups>& groups = instruction.attributes().replica_groups;
+  if (groups.has_value() && !groups->groups.empty() && !groups->groups[0].empty()) {
+    return static_cast<int64_t>(groups->groups[0].size());
+  }
+  return std::max<int64_t>(1, num_devices);
+}
+
+}  // namespace perfsim

@@ -1,0 +1,66 @@
+// Internals of the counting pass (op_counts.cc, op_counts_fusion.cc); not a public API.
+#ifndef PERFSIM_SIM_COST_OP_COUNTS_INTERNAL_H_
+#define PERFSIM_SIM_COST_OP_COUNTS_INTERNAL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "sim/cost/op_counts.h"
+#include "sim/ir/instruction.h"
+
+namespace perfsim {
+namespace cost_internal {
+
+// Users of every instruction of one computation, each user once, in instruction order (XLA's
+// HloInstruction::users() holds each user once).
+using UserMap = absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>>;
+
+// One counting pass. XLA keeps its counts in float32 (HloCostAnalysis::Properties); in
+// xla-compatible mode every stored value and every sum is rounded to float32 at the same
+// points as XLA does, so that large totals round exactly as XLA's do. True-cost mode keeps
+// doubles.
+class Counter {
+ public:
+  explicit Counter(const CountOptions& options) : options_(options) {}
+
+  OpCounts Count(const Instruction& instruction);
+  // XLA's ProcessSubcomputation: every instruction visited once in XLA's DFS order, keys summed.
+  OpCounts Sum(const Computation& computation);
+
+  bool xla() const { return options_.mode == CostMode::kXlaCompatible; }
+  // A value as XLA would store it: float32 in xla-compatible mode.
+  double R(double value) const {
+    return xla() ? static_cast<double>(static_cast<float>(value)) : value;
+  }
+  // a += b with XLA's rounding.
+  void Add(double& a, double b) const { a = R(R(a) + R(b)); }
+
+  const UserMap& Users(const Computation& computation);
+
+  // Fusion rules (op_counts_fusion.cc).
+  OpCounts CountFusion(const Instruction& fusion);
+  double FusionParameterReadBytes(const Instruction& parameter);
+
+ private:
+  OpCounts Default(const Instruction& instruction);
+  OpCounts CountCustomCall(const Instruction& instruction, OpCounts counts);
+  OpCounts CountWhile(const Instruction& instruction);
+  OpCounts CountConditional(const Instruction& instruction);
+  void ScaleSubcomputation(const Computation* computation, double times, OpCounts& counts,
+                           bool accumulate);
+
+  CountOptions options_;
+  absl::flat_hash_map<const Computation*, UserMap> users_;
+};
+
+// Instructions of `computation` in the order XLA's HloComputation::Accept visits them:
+// unreachable roots first (instructions nobody uses, in text order), then the root, each by
+// a depth-first post-order over operands and then control predecessors.
+std::vector<const Instruction*> XlaVisitOrder(const Computation& computation,
+                                              const UserMap& users);
+
+}  // namespace cost_internal
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_COST_OP_COUNTS_INTERNAL_H_

@@ -1,0 +1,76 @@
+#include "sim/lowering/collectives.h"
+
+namespace perfsim {
+namespace {
+
+InstructionAttributes GroupAttributes(StepState& state, const std::vector<MeshAxis>& axes) {
+  InstructionAttributes attributes;
+  ReplicaGroups groups;
+  groups.groups = MeshGroups(state.spec.parallelism, axes);
+  attributes.replica_groups = std::move(groups);
+  attributes.channel_id = state.next_channel_id++;
+  return attributes;
+}
+
+}  // namespace
+
+int64_t GroupSize(const StepSpec& spec, const std::vector<MeshAxis>& axes) {
+  int64_t n = 1;
+  for (MeshAxis axis : axes) {
+    n *= axis == MeshAxis::kDp ? spec.parallelism.dp
+         : axis == MeshAxis::kEp ? spec.parallelism.ep
+                                 : spec.parallelism.tp;
+  }
+  return n;
+}
+
+Tensor AllReduce(StepState& state, const Tensor& t, std::vector<MeshAxis> axes) {
+  if (GroupSize(state.spec, axes) == 1) return t;
+  InstructionAttributes attributes = GroupAttributes(state, axes);
+  Computation* add = state.nb.module_builder().ScalarBinaryComputation(t.type(), Opcode::kAdd);
+  return state.nb.Name(state.nb.raw().Add(Opcode::kAllReduce, {t.op}, std::move(attributes),
+                                          Shape(), "", add),
+                       t.dims);
+}
+
+Tensor AllGather(StepState& state, const Tensor& t, char along, std::vector<MeshAxis> axes) {
+  const int64_t n = GroupSize(state.spec, axes);
+  if (n == 1) return t;
+  InstructionAttributes attributes = GroupAttributes(state, axes);
+  const int64_t dim = t.index(along);
+  attributes.dimensions = std::vector<int64_t>{dim};
+  std::vector<int64_t> sizes = t.shape().dimensions();
+  sizes[dim] *= n;
+  return state.nb.Name(state.nb.raw().Add(Opcode::kAllGather, {t.op}, std::move(attributes),
+                                          Shape::Array(t.type(), sizes)),
+                       t.dims);
+}
+
+Tensor ReduceScatter(StepState& state, const Tensor& t, char along, std::vector<MeshAxis> axes) {
+  const int64_t n = GroupSize(state.spec, axes);
+  if (n == 1) return t;
+  InstructionAttributes attributes = GroupAttributes(state, axes);
+  const int64_t dim = t.index(along);
+  attributes.dimensions = std::vector<int64_t>{dim};
+  std::vector<int64_t> sizes = t.shape().dimensions();
+  sizes[dim] /= n;
+  Computation* add = state.nb.module_builder().ScalarBinaryComputation(t.type(), Opcode::kAdd);
+  return state.nb.Name(state.nb.raw().Add(Opcode::kReduceScatter, {t.op}, std::move(attributes),
+                                          Shape::Array(t.type(), sizes), "", add),
+                       t.dims);
+}
+
+Tensor RaggedAllToAll(StepState& state, const Tensor& operand, const Tensor& output,
+                      const Tensor& input_offsets, const Tensor& send_sizes,
+                      const Tensor& output_offsets, const Tensor& recv_sizes,
+                      std::vector<MeshAxis> axes) {
+  InstructionAttributes attributes = GroupAttributes(state, axes);
+  return state.nb.Name(
+      state.nb.raw().Add(Opcode::kRaggedAllToAll,
+                         {operand.op, output.op, input_offsets.op, send_sizes.op,
+                          output_offsets.op, recv_sizes.op},
+                         std::move(attributes)),
+      output.dims);
+}
+
+}  // namespace perfsim

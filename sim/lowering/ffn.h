@@ -1,0 +1,29 @@
+// The gated expert activation and its gradient, shared by every backend.
+//
+//   silu (SwiGLU):      a = h0·σ(h0)·h1
+//   gelu (GeGLU):       a = gelu_tanh(h0)·h1, gelu_tanh(x) = x/2·(1 + tanh(√(2/π)(x + 0.044715x³)))
+//                       (jax.nn.gelu's default approximation)
+//   clipped (GPT-OSS):  g = min(h0, L); u = clamp(h1, −L, L); a = g·σ(α·g)·(u + 1)
+// Gradients are the analytic derivatives; at the clip boundaries the gradient of the clipped
+// input is 0 (as jnp.minimum / jnp.clip give for x > L).
+#ifndef PERFSIM_SIM_LOWERING_FFN_H_
+#define PERFSIM_SIM_LOWERING_FFN_H_
+
+#include <utility>
+
+#include "proto/model.pb.h"
+#include "sim/lowering/named_builder.h"
+
+namespace perfsim {
+
+Tensor GatedActivation(NamedBuilder& nb, const ActivationSpec& spec, const Tensor& h0,
+                       const Tensor& h1);
+
+// (dh0, dh1) from da.
+std::pair<Tensor, Tensor> GatedActivationGrad(NamedBuilder& nb, const ActivationSpec& spec,
+                                              const Tensor& h0, const Tensor& h1,
+                                              const Tensor& da);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_LOWERING_FFN_H_

@@ -1,0 +1,275 @@
+#include "sim/lowering/lowering.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sim/ir/builder.h"
+#include "sim/lowering/collectives.h"
+#include "sim/lowering/ffn.h"
+#include "sim/moe/step_graph.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+
+absl::string_view MeshAxisName(MeshAxis axis) {
+  switch (axis) {
+    case MeshAxis::kDp: return "dp";
+    case MeshAxis::kEp: return "ep";
+    case MeshAxis::kTp: return "tp";
+  }
+  return "?";
+}
+
+std::vector<std::vector<int64_t>> MeshGroups(const Parallelism& p, std::vector<MeshAxis> axes) {
+  // Device d = (dp_i·EP + ep_i)·TP + tp_i. A group fixes the axes not in `axes`.
+  auto in = [&](MeshAxis a) {
+    for (MeshAxis b : axes) {
+      if (a == b) return true;
+    }
+    return false;
+  };
+  std::vector<std::vector<int64_t>> groups;
+  absl::flat_hash_map<int64_t, int64_t> group_of_key;
+  for (int64_t dp = 0; dp < p.dp; ++dp) {
+    for (int64_t ep = 0; ep < p.ep; ++ep) {
+      for (int64_t tp = 0; tp < p.tp; ++tp) {
+        const int64_t device = (dp * p.ep + ep) * p.tp + tp;
+        const int64_t key = ((in(MeshAxis::kDp) ? 0 : dp) * p.ep + (in(MeshAxis::kEp) ? 0 : ep)) *
+                                p.tp +
+                            (in(MeshAxis::kTp) ? 0 : tp);
+        auto [it, inserted] = group_of_key.try_emplace(key, groups.size());
+        if (inserted) groups.emplace_back();
+        groups[it->second].push_back(device);
+      }
+    }
+  }
+  return groups;
+}
+
+Parallelism MoeBackend::DefaultParallelism(int64_t devices, const StepSpec& spec) const {
+  return Parallelism{.dp = devices};
+}
+
+std::vector<std::vector<MeshAxis>> MoeBackend::ExpertWeightSplit(absl::string_view dims) const {
+  std::vector<std::vector<MeshAxis>> split;
+  for (char c : dims) {
+    if (c == 'E') {
+      split.push_back({MeshAxis::kEp});
+    } else if (c == 'F') {
+      split.push_back({MeshAxis::kTp});
+    } else {
+      split.push_back({});
+    }
+  }
+  return split;
+}
+
+namespace {
+
+PrimitiveType TypeOf(DType dtype) {
+  switch (dtype) {
+    case DTYPE_BF16: return PrimitiveType::kBF16;
+    case DTYPE_F16: return PrimitiveType::kF16;
+    case DTYPE_F8E4M3FN: return PrimitiveType::kF8E4M3FN;
+    case DTYPE_F8E5M2: return PrimitiveType::kF8E5M2;
+    default: return PrimitiveType::kF32;
+  }
+}
+
+int64_t AxisSize(const Parallelism& p, MeshAxis axis) {
+  return axis == MeshAxis::kDp ? p.dp : axis == MeshAxis::kEp ? p.ep : p.tp;
+}
+
+std::vector<int64_t> LocalDims(const TensorSpec& t, const Parallelism& p) {
+  std::vector<int64_t> dims = t.global_dims;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    for (MeshAxis axis : t.split[i]) dims[i] /= AxisSize(p, axis);
+  }
+  return dims;
+}
+
+TensorSpec Spec(std::string name, std::string dims, std::vector<int64_t> global, PrimitiveType type,
+                std::vector<std::vector<MeshAxis>> split) {
+  return TensorSpec{std::move(name), std::move(dims), std::move(global), type, std::move(split)};
+}
+
+// Shared expert forward and backward, lowered here for every backend: a dense gated MLP of
+// width H = n_shared·F_shared on all local tokens (H split over tp, partial sums all-reduced).
+Tensor SharedExpert(StepState& s) {
+  NamedBuilder& nb = s.nb;
+  const ActivationSpec& act = s.spec.model.proto().activation();
+  Tensor h0 = nb.Einsum("TD,DH->TH", s.x, s.ws_0);
+  Tensor h1 = nb.Einsum("TD,DH->TH", s.x, s.ws_1);
+  Tensor a = GatedActivation(nb, act, h0, h1);
+  s.saved["shared.h0"] = h0;
+  s.saved["shared.h1"] = h1;
+  s.saved["shared.a"] = a;
+  return AllReduce(s, nb.Einsum("TH,HD->TD", a, s.ws_o), {MeshAxis::kTp});
+}
+
+struct SharedGrads {
+  Tensor dx, d0, d1, d_o;
+};
+
+SharedGrads SharedExpertBwd(StepState& s) {
+  NamedBuilder& nb = s.nb;
+  const ActivationSpec& act = s.spec.model.proto().activation();
+  const Tensor &h0 = s.saved["shared.h0"], &h1 = s.saved["shared.h1"], &a = s.saved["shared.a"];
+  SharedGrads g;
+  Tensor da = nb.Einsum("TD,HD->TH", s.dy, s.ws_o);
+  g.d_o = nb.Einsum("TH,TD->HD", a, s.dy);
+  auto [dh0, dh1] = GatedActivationGrad(nb, act, h0, h1, da);
+  g.d0 = nb.Einsum("TD,TH->DH", s.x, dh0);
+  g.d1 = nb.Einsum("TD,TH->DH", s.x, dh1);
+  g.dx = AllReduce(s, nb.Add(nb.Einsum("TH,DH->TD", dh0, s.ws_0), nb.Einsum("TH,DH->TD", dh1, s.ws_1)),
+                   {MeshAxis::kTp});
+  return g;
+}
+
+}  // namespace
+
+absl::StatusOr<const MoeBackend*> FindBackend(absl::string_view name) {
+  std::vector<std::string> known;
+  for (const MoeBackend* backend : Backends()) {
+    if (backend->name() == name) return backend;
+    known.emplace_back(backend->name());
+  }
+  return absl::NotFoundError(absl::StrCat("unknown backend '", name, "'; known: ",
+                                          absl::StrJoin(known, ", ")));
+}
+
+absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
+  PERFSIM_RETURN_IF_ERROR(spec.Validate());
+  PERFSIM_ASSIGN_OR_RETURN(const MoeBackend* backend, FindBackend(spec.backend));
+  PERFSIM_RETURN_IF_ERROR(Annotate(backend->Supports(spec),
+                                   absl::StrCat("backend ", backend->name())));
+  const ModelConfig& model = spec.model;
+  if (!model.proto().activation().gated()) {
+    return absl::UnimplementedError(
+        absl::StrCat("model ", model.name(), ": expected a gated activation; got an ungated one"));
+  }
+  const Parallelism& p = spec.parallelism;
+  const PrimitiveType act = TypeOf(model.proto().activation_dtype());
+  const PrimitiveType param = TypeOf(model.proto().param_dtype());
+  const int64_t T = spec.tokens(), D = model.d_model(), E = model.num_experts(),
+                F = model.expert_ffn_dim();
+  const int64_t H = model.num_shared_experts() * model.shared_expert_ffn_dim();
+  const bool bias = model.proto().router().has_bias();
+  const bool shared = model.num_shared_experts() > 0;
+  const bool backward = spec.phase == Phase::kForwardBackward;
+  const std::vector<MeshAxis> tokens = {MeshAxis::kDp, MeshAxis::kEp};
+
+  LoweredStep step{.spec = spec};
+  std::vector<TensorSpec>& params = step.parameters;
+  params.push_back(Spec("x", "TD", {T, D}, act, {tokens, {}}));
+  params.push_back(Spec("router_w", "DE", {D, E}, param, {{}, {}}));
+  if (bias) params.push_back(Spec("router_bias", "E", {E}, PrimitiveType::kF32, {{}}));
+  params.push_back(Spec("wi_0", "EDF", {E, D, F}, param, backend->ExpertWeightSplit("EDF")));
+  params.push_back(Spec("wi_1", "EDF", {E, D, F}, param, backend->ExpertWeightSplit("EDF")));
+  params.push_back(Spec("wo", "EFD", {E, F, D}, param, backend->ExpertWeightSplit("EFD")));
+  if (shared) {
+    params.push_back(Spec("ws_0", "DH", {D, H}, param, {{}, {MeshAxis::kTp}}));
+    params.push_back(Spec("ws_1", "DH", {D, H}, param, {{}, {MeshAxis::kTp}}));
+    params.push_back(Spec("ws_o", "HD", {H, D}, param, {{MeshAxis::kTp}, {}}));
+  }
+  if (backward) params.push_back(Spec("dy", "TD", {T, D}, act, {tokens, {}}));
+  step.outputs.push_back(Spec("y", "TD", {T, D}, act, {tokens, {}}));
+  if (backward) {
+    for (const TensorSpec& t : params) {
+      if (t.name == "dy" || t.name == "router_bias") continue;
+      TensorSpec g = t;
+      g.name = absl::StrCat(t.name == "x" ? "d" : "d_", t.name);
+      step.outputs.push_back(std::move(g));
+    }
+  }
+
+  ModuleBuilder mb(absl::StrCat("moe_", backend->name(), "_", PhaseName(spec.phase)));
+  ComputationBuilder& entry = mb.Entry("main");
+  NamedBuilder nb(mb, entry, &step.dim_names);
+  StepState s{.spec = spec, .nb = nb};
+  absl::flat_hash_map<std::string, Tensor*> slots = {
+      {"x", &s.x},       {"router_w", &s.router_w}, {"router_bias", &s.router_bias},
+      {"wi_0", &s.wi_0}, {"wi_1", &s.wi_1},         {"wo", &s.wo},
+      {"ws_0", &s.ws_0}, {"ws_1", &s.ws_1},         {"ws_o", &s.ws_o},
+      {"dy", &s.dy}};
+  for (size_t i = 0; i < params.size(); ++i) {
+    const TensorSpec& t = params[i];
+    *slots[t.name] = nb.Parameter(static_cast<int64_t>(i), t.name, t.type, t.dims, LocalDims(t, p));
+  }
+
+  StepGraph graph = BuildStepGraph(spec);
+  PERFSIM_ASSIGN_OR_RETURN(std::vector<int> order, graph.dag.TopologicalOrder());
+  Tensor y_shared, y;
+  SharedGrads shared_grads;
+  RouterGrads router_grads;
+  std::vector<Tensor> results;
+  for (int node : order) {
+    const Stage stage = graph.stages[node];
+    mb.SetOpNameScope(absl::StrCat("moe/", StageName(stage)));
+    switch (stage) {
+      case Stage::kRouter:
+        s.router = LowerRouter(nb, model, s.x, s.router_w, bias ? &s.router_bias : nullptr);
+        break;
+      case Stage::kPermute: backend->Permute(s); break;
+      case Stage::kDispatch: backend->Dispatch(s); break;
+      case Stage::kExperts: backend->Experts(s); break;
+      case Stage::kCombine: backend->Combine(s); break;
+      case Stage::kSharedExpert: y_shared = SharedExpert(s); break;
+      case Stage::kOutput:
+        y = shared ? nb.Add(s.y_routed, y_shared) : s.y_routed;
+        break;
+      case Stage::kCombineBwd: backend->CombineBwd(s); break;
+      case Stage::kExpertsBwd: backend->ExpertsBwd(s); break;
+      case Stage::kDispatchBwd: backend->DispatchBwd(s); break;
+      case Stage::kPermuteBwd: backend->PermuteBwd(s); break;
+      case Stage::kRouterBwd:
+        router_grads = LowerRouterGrad(nb, model, s.x, s.router_w, s.router, s.d_weights,
+                                       s.d_input_scale.op == nullptr ? nullptr : &s.d_input_scale);
+        break;
+      case Stage::kSharedExpertBwd: shared_grads = SharedExpertBwd(s); break;
+      case Stage::kGradSync: {
+        Tensor dx = nb.Add(s.dx_routed, router_grads.dx);
+        if (shared) dx = nb.Add(dx, shared_grads.dx);
+        results = {y, dx, AllReduce(s, router_grads.dw, tokens),
+                   AllReduce(s, s.d_wi_0, {MeshAxis::kDp}), AllReduce(s, s.d_wi_1, {MeshAxis::kDp}),
+                   AllReduce(s, s.d_wo, {MeshAxis::kDp})};
+        if (shared) {
+          results.push_back(AllReduce(s, shared_grads.d0, tokens));
+          results.push_back(AllReduce(s, shared_grads.d1, tokens));
+          results.push_back(AllReduce(s, shared_grads.d_o, tokens));
+        }
+        break;
+      }
+    }
+    if (!mb.status().ok()) break;
+    // A backend that forgot to write a stage's output is a lowering bug, caught here.
+    if (stage == Stage::kCombine && s.y_routed.op == nullptr) {
+      return absl::InternalError(absl::StrCat("backend ", backend->name(), ": combine wrote no y"));
+    }
+    if (stage == Stage::kExpertsBwd &&
+        (s.d_wi_0.op == nullptr || s.d_wi_1.op == nullptr || s.d_wo.op == nullptr)) {
+      return absl::InternalError(
+          absl::StrCat("backend ", backend->name(), ": experts_bwd wrote no weight gradients"));
+    }
+    if (stage == Stage::kPermuteBwd && (s.dx_routed.op == nullptr || s.d_weights.op == nullptr)) {
+      return absl::InternalError(absl::StrCat(
+          "backend ", backend->name(), ": the backward wrote no dx or combine-weight gradient"));
+    }
+  }
+  mb.SetOpNameScope("");
+  if (!backward) results = {y};
+  if (mb.status().ok()) {
+    std::vector<Instruction*> ops;
+    for (const Tensor& t : results) ops.push_back(t.op);
+    entry.SetRoot(entry.Tuple(std::move(ops)));
+  }
+  absl::StatusOr<std::unique_ptr<Module>> module = mb.Build();
+  if (!module.ok()) {
+    return Annotate(module.status(), absl::StrCat("lowering ", backend->name()));
+  }
+  step.module = *std::move(module);
+  return step;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,121 @@
+// Lowering the MoE step to a per-device SPMD module of the op IR, for any backend.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(LoweredStep step, LowerStep(spec));
+//   PrintModule(*step.module);                 // what `perfsim lower` prints
+//   step.parameters[0].name == "x";            // roles of the entry parameters, in order
+//
+// Entry parameters, in order (DESIGN.md's `validate --hlo` contract): x [T_l, D],
+// router_w [D, E], router_bias [E] (when the model has one), wi_0 [E_l, D, F_l], wi_1
+// [E_l, D, F_l], wo [E_l, F_l, D], the shared expert ws_0 [D, H], ws_1 [D, H], ws_o [H, D]
+// (when the model has one), then for fwd_bwd the output cotangent dy [T_l, D]. The root is a
+// tuple: y [T_l, D], then for fwd_bwd dx, d_router_w, d_wi_0, d_wi_1, d_wo (, d_ws_0, d_ws_1,
+// d_ws_o). Gradients are of sum(y · dy), complete (summed over the devices that share a
+// weight), so every device holds the final value of its shard.
+//
+// The step graph (sim/moe/step_graph.h) orders the stages; the common ones (router, shared
+// expert, their backward, gradient all-reduce) are lowered here, the backend lowers permute,
+// dispatch, experts and combine and their backward. Every instruction's metadata op_name is
+// "moe/<stage>", which the cost report uses for its per-phase subtotals.
+#ifndef PERFSIM_SIM_LOWERING_LOWERING_H_
+#define PERFSIM_SIM_LOWERING_LOWERING_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "sim/ir/instruction.h"
+#include "sim/lowering/named_builder.h"
+#include "sim/lowering/router.h"
+#include "sim/moe/step_spec.h"
+
+namespace perfsim {
+
+enum class MeshAxis { kDp, kEp, kTp };
+absl::string_view MeshAxisName(MeshAxis axis);
+
+// How a global tensor is laid out over the devices.
+struct TensorSpec {
+  std::string name;                   // "x", "wi_0", "d_wo", ...
+  std::string dims;                   // logical names, e.g. "EDF"
+  std::vector<int64_t> global_dims;   // unsharded sizes
+  PrimitiveType type = PrimitiveType::kF32;
+  // split[i]: the mesh axes dimension i is split over, major to minor (empty: replicated).
+  std::vector<std::vector<MeshAxis>> split;
+};
+
+struct LoweredStep {
+  StepSpec spec;
+  std::unique_ptr<Module> module;
+  std::vector<TensorSpec> parameters;
+  std::vector<TensorSpec> outputs;
+  // Logical dimension names of the instructions the lowering named (sim/lowering/checks.h).
+  DimNameTable dim_names;
+};
+
+// What a backend's stages read and write: per-device tensors.
+struct StepState {
+  const StepSpec& spec;
+  NamedBuilder& nb;
+  // Entry parameters (local shards). router_bias, ws_* and dy are unset when absent.
+  Tensor x, router_w, router_bias, wi_0, wi_1, wo, ws_0, ws_1, ws_o, dy;
+  RouterOutputs router;
+  // Forward results: the routed experts' contribution to y, TD in x's type (backend writes).
+  Tensor y_routed;
+  // Backward, written by the backend: TK f32 gradients of the combine weights (and of the
+  // input scale for sigmoid_prescale), dx through the experts (TD), and the local expert
+  // weight gradients (before the all-reduce over data parallelism).
+  Tensor d_weights, d_input_scale, dx_routed, d_wi_0, d_wi_1, d_wo;
+  // Backend-private tensors carried from a forward stage to a backward one.
+  absl::flat_hash_map<std::string, Tensor> saved;
+  // The next channel_id for a collective (unique in the module).
+  int64_t next_channel_id = 1;
+
+  int64_t device_count() const { return spec.num_devices(); }
+};
+
+class MoeBackend {
+ public:
+  virtual ~MoeBackend() = default;
+  virtual absl::string_view name() const = 0;
+  virtual absl::string_view description() const = 0;
+  // OK when the backend can lower `spec`; otherwise why not ("expected ...; got ...").
+  virtual absl::Status Supports(const StepSpec& spec) const = 0;
+  // The parallelism `validate` uses for `devices` devices (default: all data parallel).
+  virtual Parallelism DefaultParallelism(int64_t devices, const StepSpec& spec) const;
+  // Splits of the expert weights over the mesh (default: E over ep, F over tp).
+  virtual std::vector<std::vector<MeshAxis>> ExpertWeightSplit(absl::string_view dims) const;
+
+  // Stages. Forward: permute, dispatch, experts, combine (writes y_routed). Backward: the
+  // reverse (writes d_weights, dx_routed, d_wi_0, d_wi_1, d_wo). Empty by default: a backend
+  // that has no permute leaves it so.
+  virtual void Permute(StepState&) const {}
+  virtual void Dispatch(StepState&) const {}
+  virtual void Experts(StepState&) const = 0;
+  virtual void Combine(StepState&) const = 0;
+  virtual void CombineBwd(StepState&) const = 0;
+  virtual void ExpertsBwd(StepState&) const = 0;
+  virtual void DispatchBwd(StepState&) const {}
+  virtual void PermuteBwd(StepState&) const {}
+};
+
+// Every backend, in DESIGN.md's order.
+absl::Span<const MoeBackend* const> Backends();
+// The backend named `name`; NotFound listing the known ones.
+absl::StatusOr<const MoeBackend*> FindBackend(absl::string_view name);
+
+// Validates the spec, checks the backend supports it, lowers and verifies the module.
+absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec);
+
+// Replica groups (device ids) of the devices that differ only in `axes` (for collectives
+// over those mesh axes), in the device numbering of step_spec.h.
+std::vector<std::vector<int64_t>> MeshGroups(const Parallelism& p,
+                                             std::vector<MeshAxis> axes);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_LOWERING_LOWERING_H_

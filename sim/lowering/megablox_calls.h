@@ -1,0 +1,129 @@
+// What the two kernel backends (megablox_gmm, fused_expert_ffn) share: grouped-matmul kernel
+// calls (perfsim.gmm / perfsim.tgmm, sim/interp/custom_calls.h) on expert-sorted rows padded to
+// the row tile, the rule that turns the spec's tilings into each call's tiling, and the
+// data-parallel argsort pipeline around the experts. Include only from sim/lowering.
+//
+//   KernelRows rows = KernelRowsOf(spec);               // nano, 1 device, wi.fwd.tm 24:
+//                                                       // m = 128, tm = 24, m_p = 144
+//   Tensor h0 = GmmCall(nb, x_rows, wi_0, gs, spec.knobs.wi.fwd, /*transpose_rhs=*/false,
+//                       rows);                          // MF, m rows; config tiling clamped
+//
+// Tiling rule (documented once here, used by both backends). m = T_l·K sorted rows.
+//   - The wi forward row tile, clamped to the rows, tm_f = min(wi.fwd.tm, m), fixes the padded
+//     row count m_p = ⌈m / tm_f⌉·tm_f. MaxText's gmm() pads the rows of BOTH the wi and the wo
+//     calls to a multiple of wi_tile_fwd_batch_seq (backends.md 1a.5); the min() is the clamp
+//     that keeps the 512-row default from padding a test model's 16..128 rows up to 512.
+//   - Every kernel's tiling is clamped to its own problem as MaxText's ragged_dot path clamps
+//     (`min(tile, dim)`): tm' = min(tm, m_p), tk' = min(tk, k), tn' = min(tn, n), with k the
+//     contracted and n the output dimension of that kernel (1a.5's 9-tuple roles):
+//       wi fwd (m, D, F)   wi dlhs (m, F, D)   wi drhs (m, D, F)
+//       wo fwd (m, F, D)   wo dlhs (m, D, F)   wo drhs (m, F, D)
+//     The clamped tiling is what the call's backend_config carries.
+//   - megablox requires m % tm == 0 for every call (ValueError otherwise; k and n may be
+//     ragged). tm' must divide m_p, else the lowering fails naming the kernel, e.g.
+//     "wi.dlhs tiling (48, 1024, 1024): expected tm dividing the padded row count 72 ...".
+//
+// Padding (MaxText gmm()): each call pads its lhs with zero rows up to m_p (jax.lax.pad), runs
+// the kernel and slices the result back to m rows. The padding rows belong to no group, so a
+// gmm leaves them unwritten — poisoned (NaN) in the interpreter — and the slice drops them
+// before anything reads them; a tgmm's padded operands are zeros and outside every group.
+#ifndef PERFSIM_SIM_LOWERING_MEGABLOX_CALLS_H_
+#define PERFSIM_SIM_LOWERING_MEGABLOX_CALLS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "sim/lowering/lowering.h"
+
+namespace perfsim {
+
+struct KernelRows {
+  int64_t rows = 0;         // m = T_l·K
+  int64_t tm = 0;           // the wi forward row tile, clamped: min(wi.fwd.tm, m)
+  int64_t padded_rows = 0;  // m_p = ⌈m / tm⌉·tm
+};
+
+// One kernel call a backend makes: its name in messages ("wi.dlhs"), the spec's tiling and
+// the call's contraction k and output n.
+struct KernelUse {
+  std::string name;
+  GmmTiling tiling;
+  int64_t k = 0;
+  int64_t n = 0;
+};
+
+// The rows of `spec` (m_p from a positive wi.fwd.tm; CheckKernelTilings says whether it is).
+KernelRows KernelRowsOf(const StepSpec& spec);
+
+// OK when every tile is positive and every clamped tm divides m_p; otherwise InvalidArgument
+// naming the first kernel that breaks the rule.
+absl::Status CheckKernelTilings(const StepSpec& spec, const std::vector<KernelUse>& uses);
+
+// The tiling a kernel with contraction k and output n runs (the clamp above).
+GmmTiling ClampTiling(const GmmTiling& tiling, int64_t padded_rows, int64_t k, int64_t n);
+
+// backend_config JSON of the kernels: {"tiling":[tm,tk,tn],"transpose_rhs":false,
+// "group_offset":0} and {"tiling":[tm,tk,tn],"group_offset":0}.
+std::string GmmBackendConfig(const GmmTiling& tiling, bool transpose_rhs);
+std::string TgmmBackendConfig(const GmmTiling& tiling);
+
+// t (m rows) with zero rows appended up to `padded_rows` (jax.lax.pad); t itself when it has
+// that many.
+Tensor PadRows(NamedBuilder& nb, const Tensor& t, int64_t padded_rows);
+// The first `count` rows; t itself when it has that many.
+Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count);
+
+// perfsim.gmm: lhs MK (m rows) × rhs EKN (ENK with transpose_rhs) -> MN in lhs's type,
+// through the padded rows; `tiling` is the spec's, clamped here (CheckKernelTilings checked it).
+Tensor GmmCall(NamedBuilder& nb, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
+               const GmmTiling& tiling, bool transpose_rhs, const KernelRows& rows);
+
+// perfsim.tgmm: dw[e] = lhs[rows of e]ᵀ · dy[rows of e] for lhs MK, dy MN -> EKN of type
+// `out` (the weight's), with the lhs passed transposed [K, m_p] as megablox takes it.
+Tensor TgmmCall(NamedBuilder& nb, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
+                const GmmTiling& tiling, const KernelRows& rows, int64_t num_groups,
+                PrimitiveType out);
+
+// The data-parallel argsort pipeline of sparse_ragged_dot (backends.md 1a.3 without the
+// shard_map; Llama 4's input scale applied per sorted row), with the experts left to the
+// subclass. Stages read and write these StepState::saved keys:
+//   kRows        MD  sorted rows (scaled for sigmoid_prescale), written by Permute
+//   kGroupSizes  E   s32 rows per expert, written by Permute
+//   kOut         MD  expert outputs in sorted order: the subclass's Experts writes it
+//   kDOut        MD  their cotangent, written by CombineBwd
+//   kDRows       MD  the cotangent of kRows: the subclass's ExpertsBwd writes it
+class SortedKernelBackend : public MoeBackend {
+ public:
+  static constexpr char kRows[] = "kernel.rows";
+  static constexpr char kGroupSizes[] = "kernel.group_sizes";
+  static constexpr char kOut[] = "kernel.out";
+  static constexpr char kDOut[] = "kernel.d_out";
+  static constexpr char kDRows[] = "kernel.d_rows";
+
+  // ep = tp = 1 (data parallel only).
+  absl::Status Supports(const StepSpec& spec) const override;
+  // Checks the tilings of KernelUses first: a tiling megablox would refuse fails the build
+  // here, before any instruction (so no later stage runs).
+  void Permute(StepState& s) const override;
+  void Combine(StepState& s) const override;
+  void CombineBwd(StepState& s) const override;
+  void PermuteBwd(StepState& s) const override;
+
+ protected:
+  // Every kernel call the backend makes for spec.phase.
+  virtual std::vector<KernelUse> KernelUses(const StepSpec& spec) const = 0;
+
+  // The wi and wo kernels of the backward (wo.dlhs, wo.drhs, wi.dlhs, wi.drhs) with their k, n.
+  static std::vector<KernelUse> BackwardKernelUses(const StepSpec& spec);
+
+  // The expert backward on gmm (dlhs) and tgmm (drhs) from the forward's h0, h1 and
+  // a = act(h0, h1) (MF, m rows): writes d_wo, d_wi_0, d_wi_1 and kDRows.
+  static void ExpertsBwdWithKernels(StepState& s, const Tensor& h0, const Tensor& h1,
+                                    const Tensor& a);
+};
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_LOWERING_MEGABLOX_CALLS_H_

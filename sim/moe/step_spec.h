@@ -1,0 +1,103 @@
+// What is simulated: one MoE layer step of a model, on a mesh, with a backend.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(ModelConfig model, ResolveModel("nano"));
+//   StepSpec spec = StepSpec::Defaults(std::move(model));
+//   spec.batch = 4; spec.seq = 16; spec.phase = Phase::kForwardBackward;
+//   spec.parallelism = {.dp = 1, .ep = 4, .tp = 1};
+//   spec.backend = "ep_ragged_a2a";
+//   PERFSIM_RETURN_IF_ERROR(spec.Validate());
+//
+// Devices and sharding. The mesh is the axes (dp, ep, tp), major to minor: device
+// d = (dp_i·EP + ep_i)·TP + tp_i. Tokens (B·S, batch-major) are split over (dp, ep) jointly, so a
+// device holds T_l = B·S/(DP·EP) tokens; experts are split over ep (E_l = E/EP) and the expert
+// hidden dim F over tp (F_l = F/TP). Everything else is replicated. FSDP is not modelled by the
+// lowerings yet (a spec asking for it is refused by Validate).
+#ifndef PERFSIM_SIM_MOE_STEP_SPEC_H_
+#define PERFSIM_SIM_MOE_STEP_SPEC_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sim/moe/model_config.h"
+
+namespace perfsim {
+
+enum class Phase { kForward, kForwardBackward };
+absl::string_view PhaseName(Phase phase);  // "fwd", "fwd_bwd"
+absl::StatusOr<Phase> ParsePhase(absl::string_view text);
+
+struct Parallelism {
+  int64_t dp = 1;
+  int64_t ep = 1;
+  int64_t tp = 1;
+  int64_t fsdp = 1;
+  int64_t num_devices() const { return dp * ep * tp * fsdp; }
+};
+// "ep=4,tp=2" (axes not named are 1). Errors: "expected AXIS=N with AXIS one of dp, ep, tp,
+// fsdp; got 'ep4'".
+absl::StatusOr<Parallelism> ParseParallelism(absl::string_view text);
+std::string ParallelismToString(const Parallelism& p);
+
+// One grouped-matmul tiling (tm, tk, tn): m = token rows, k = contraction, n = output columns.
+struct GmmTiling {
+  int64_t tm = 0;
+  int64_t tk = 0;
+  int64_t tn = 0;
+};
+
+// A projection's tilings for the forward, dlhs and drhs kernels (MaxText's 9-tuple).
+struct ProjectionTilings {
+  GmmTiling fwd;
+  GmmTiling dlhs;
+  GmmTiling drhs;
+};
+
+enum class FusedFfnTiling { kOverF, kOverD };
+
+struct BackendKnobs {
+  // megablox_gmm, ep_ragged_a2a, ring_of_experts: kernel tilings for wi (wi_0 and wi_1) and wo.
+  ProjectionTilings wi;
+  ProjectionTilings wo;
+  // capacity_einsum: capacity per sequence C = max(ceil(S·K/E)·cf, cf).
+  double capacity_factor = 1.25;
+  // grouped_gemm_aligned: per-expert row alignment A (0 = none).
+  int64_t align_size = 0;
+  // ep_ragged_a2a: receive buffer rows = T_l·K·min(EP, E/K) when <= 0, else T_l·K·factor.
+  double ragged_buffer_factor = -1;
+  // fused_expert_ffn: which dimension the kernel tiles, and the tile size along it.
+  FusedFfnTiling fused_tiling = FusedFfnTiling::kOverF;
+  int64_t fused_tile = 0;
+};
+
+struct StepSpec {
+  ModelConfig model;
+  int64_t batch = 1;
+  int64_t seq = 1;
+  Phase phase = Phase::kForward;
+  Parallelism parallelism;
+  std::string backend = "dense_einsum";
+  BackendKnobs knobs;
+
+  // A spec with knobs filled from the model: tilings clamped to the shapes (the MaxText
+  // defaults 512/1024/1024 shrunk to the token rows and dims of small models).
+  static StepSpec Defaults(ModelConfig model);
+
+  int64_t tokens() const { return batch * seq; }
+  int64_t num_devices() const { return parallelism.num_devices(); }
+  int64_t tokens_per_device() const { return tokens() / (parallelism.dp * parallelism.ep); }
+  int64_t experts_per_device() const { return model.num_experts() / parallelism.ep; }
+  int64_t ffn_per_device() const { return model.expert_ffn_dim() / parallelism.tp; }
+
+  // Divisibility and support: B·S by DP·EP, E by EP, F by TP, no FSDP yet, a known phase.
+  // Errors read "expected X; got Y".
+  absl::Status Validate() const;
+};
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_MOE_STEP_SPEC_H_

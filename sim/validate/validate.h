@@ -1,0 +1,144 @@
+// Cross-backend numerics: runs a backend's lowered step in the reference interpreter and
+// compares its output and every gradient with the dense_einsum reference on one device.
+//
+//   ValidationCase c{.spec = spec, .routing = RoutingCase::kEmptyExperts};
+//   ValidationResult r = ValidateCase(c, cache);
+//   r.pass, r.errors[i].max_rel_error, r.message
+//
+// Inputs (global, then sharded as each backend's TensorSpecs say), from a SplitMix64 stream of
+// the seed: x uniform in [-1, 1) with feature 0 fixed to 1 (so router column 0 acts as a
+// per-expert logit offset the routing cases steer); router_w uniform in [-1, 1); bias uniform in
+// [-0.1, 0.1); wi_* uniform in [-1, 1)/√D, wo and ws_o uniform in [-1, 1)/√F; dy uniform.
+// Routing cases add to router_w[0, e]:
+//   random        nothing
+//   skewed        +3·e/E                 (uneven group sizes)
+//   empty_experts −30 for every third e  (those experts get no tokens)
+//   one_expert    +30 for e = E/2        (every token picks it; the other K−1 picks are random)
+//
+// Error metric, per tensor: max_i |got_i − want_i| / max_i |want_i| (the ∞-norm relative
+// error), with the index of the largest |got − want|. A NaN or Inf where the reference is finite
+// fails the case whatever the tolerance (a poisoned row reached the output).
+#ifndef PERFSIM_SIM_VALIDATE_VALIDATE_H_
+#define PERFSIM_SIM_VALIDATE_VALIDATE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sim/ir/literal.h"
+#include "sim/lowering/lowering.h"
+#include "sim/moe/step_spec.h"
+
+namespace perfsim {
+
+enum class RoutingCase { kRandom, kSkewed, kEmptyExperts, kOneExpert };
+absl::string_view RoutingCaseName(RoutingCase routing);
+absl::StatusOr<RoutingCase> ParseRoutingCase(absl::string_view text);
+std::vector<RoutingCase> AllRoutingCases();
+
+// A router family to validate with: the model's router replaced by one of each kind.
+enum class RouterFamily { kModel, kSoftmaxTopK, kSoftmaxTopKNorm, kTopKSoftmax, kSigmoidGrouped,
+                          kSigmoidPrescale };
+absl::string_view RouterFamilyName(RouterFamily family);
+absl::StatusOr<RouterFamily> ParseRouterFamily(absl::string_view text);
+std::vector<RouterFamily> AllRouterFamilies();
+// The model with its router replaced by `family` (kModel: unchanged).
+absl::StatusOr<ModelConfig> WithRouter(const ModelConfig& model, RouterFamily family);
+
+struct TensorError {
+  std::string tensor;
+  double max_rel_error = 0;
+  std::vector<int64_t> index;  // of the largest |got − want|
+  double got = 0;
+  double want = 0;
+  int64_t non_finite = 0;      // NaN/Inf count where the reference is finite
+};
+
+struct ValidationResult {
+  std::string backend;
+  std::string router;
+  std::string routing;
+  std::string phase;
+  int64_t devices = 1;
+  bool pass = false;
+  bool skipped = false;        // the backend does not support the combination
+  double tolerance = 0;
+  std::vector<TensorError> errors;
+  std::string message;         // why it failed or was skipped
+};
+
+struct ValidationCase {
+  StepSpec spec;
+  RouterFamily router = RouterFamily::kModel;
+  RoutingCase routing = RoutingCase::kRandom;
+  uint64_t seed = 1;
+};
+
+// Tolerance on the ∞-norm relative error: 1e-5 for f32 models; for bf16 activations 2^-8·16
+// (a bf16 ulp at 1 is 2^-7; outputs are rounded once more than the f32 reference and summed
+// over at most K·F products, 16 ulps of headroom, stated and tested in validate_test.cc).
+double ToleranceFor(const StepSpec& spec);
+
+// Reference outputs, cached by (model, phase, tokens, routing, seed).
+class ReferenceCache {
+ public:
+  absl::StatusOr<const std::vector<Literal>*> Get(const StepSpec& spec,
+                                                  const std::vector<Literal>& inputs,
+                                                  const std::string& key);
+
+ private:
+  std::map<std::string, std::vector<Literal>> outputs_;
+};
+
+// Global inputs for `step`'s parameters.
+std::vector<Literal> MakeGlobalInputs(const LoweredStep& step, RoutingCase routing,
+                                      uint64_t seed);
+// Device `device`'s shard of a global tensor.
+Literal ShardOf(const Literal& global, const TensorSpec& spec, const Parallelism& p,
+                int64_t device);
+// The global tensor from every device's shard; replicas must agree bit for bit, else an error
+// naming the tensor, the index and both values.
+absl::StatusOr<Literal> Unshard(const std::vector<Literal>& shards, const TensorSpec& spec,
+                                const Parallelism& p);
+
+// Runs an already-lowered step (possibly mutated by a test) against the reference.
+ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& c,
+                                 ReferenceCache& cache);
+// Lowers c.spec (with c.router) and validates it.
+ValidationResult ValidateCase(const ValidationCase& c, ReferenceCache& cache);
+
+}  // namespace perfsim
+
+
+namespace perfsim {
+
+// The cross product `perfsim validate` runs. Empty lists mean "all".
+struct SuiteOptions {
+  StepSpec base;                          // model, tokens, knobs
+  std::vector<std::string> backends;      // names
+  std::vector<RouterFamily> routers;
+  std::vector<RoutingCase> routings;
+  std::vector<Phase> phases;
+  std::vector<int64_t> devices;           // 1, 2, 4, 8 by default
+  // When set, every backend runs with exactly this parallelism instead of its default for each
+  // device count.
+  std::optional<Parallelism> parallelism;
+  uint64_t seed = 1;
+};
+
+std::vector<ValidationResult> RunSuite(const SuiteOptions& options);
+
+// `perfsim validate --hlo`: a user's module whose entry parameters are x, router_w, wi_0, wi_1,
+// wo (then router_bias if the model has one) and whose output is y [tokens, D], compared with
+// the reference MoE of `spec.model` (dims taken from the module must match the model's).
+// `spec.parallelism` says how the module's inputs are sharded (x over dp·ep, experts over ep).
+ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
+                                   RoutingCase routing, uint64_t seed);
+
+}  // namespace perfsim
+#endif  // PERFSIM_SIM_VALIDATE_VALIDATE_H_

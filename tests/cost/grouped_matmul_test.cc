@@ -1,0 +1,177 @@
+// The grouped-matmul model (sim/cost/grouped_matmul.h) on cases worked out by hand.
+#include "sim/cost/grouped_matmul.h"
+
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/cost/op_counts.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/util/status_matchers.h"
+
+namespace perfsim {
+namespace {
+
+using ::perfsim::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// m=512 rows in 4 groups of {100, 0, 300, 112} rows, k=7168, n=2048, tiles (128, 512, 1024).
+GroupedMatmulSpec MoeSpec() {
+  GroupedMatmulSpec spec;
+  spec.kind = GroupedMatmulKind::kGmm;
+  spec.m = 512;
+  spec.k = 7168;
+  spec.n = 2048;
+  spec.num_groups = 4;
+  spec.group_sizes = std::vector<int64_t>{100, 0, 300, 112};
+  spec.tm = 128;
+  spec.tk = 512;
+  spec.tn = 1024;
+  spec.lhs_type = PrimitiveType::kBF16;
+  spec.rhs_type = PrimitiveType::kBF16;
+  spec.out_type = PrimitiveType::kF32;
+  return spec;
+}
+
+TEST(GroupedMatmul, VisitsSharedTilesOncePerGroup) {
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulWork w, CountGroupedMatmul(MoeSpec()));
+  // Rows [0,100) -> tile 0; the empty group is skipped; [100,400) -> tiles 0..3;
+  // [400,512) -> tile 3: 6 grid steps over 4 distinct tiles, 3 groups.
+  EXPECT_EQ(w.tiles_m, 4);
+  EXPECT_EQ(w.tiles_k, 14);
+  EXPECT_EQ(w.tiles_n, 2);
+  EXPECT_EQ(w.visited_m_tiles, 6);
+  EXPECT_EQ(w.distinct_m_tiles, 4);
+  EXPECT_EQ(w.groups_visited, 3);
+  EXPECT_EQ(w.rows, 512);
+  EXPECT_TRUE(w.group_sizes_known);
+  // Useful 2*512*7168*2048; executed 6 steps * 2 n-tiles * 14 k-tiles * 2*128*512*1024.
+  EXPECT_EQ(w.flops, 15032385536.0);
+  EXPECT_EQ(w.executed_flops, 22548578304.0);
+  // tiles_k > 1: lhs re-read per step and n-tile (2*6*128*7168*2 B), the whole weight of the
+  // group re-streamed per step (6*7168*2048*2 B); out once per distinct tile (4*128*2048*4 B).
+  EXPECT_EQ(w.lhs_bytes, 22020096.0);
+  EXPECT_EQ(w.rhs_bytes, 176160768.0);
+  EXPECT_EQ(w.out_bytes, 4194304.0);
+  EXPECT_EQ(w.bytes_accessed, 22020096.0 + 176160768.0 + 4194304.0);
+}
+
+TEST(GroupedMatmul, OneKTileFetchesEachWeightOncePerGroupRun) {
+  GroupedMatmulSpec spec = MoeSpec();
+  spec.k = 512;  // tk = k: tiles_k = 1
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulWork w, CountGroupedMatmul(spec));
+  EXPECT_EQ(w.tiles_k, 1);
+  // lhs: 2 n-tiles * 4 distinct tiles * 128*512*2 B; rhs: 3 groups * 512*2048*2 B.
+  EXPECT_EQ(w.lhs_bytes, 1048576.0);
+  EXPECT_EQ(w.rhs_bytes, 6291456.0);
+}
+
+TEST(GroupedMatmul, UnknownGroupSizesGiveTheUpperBound) {
+  GroupedMatmulSpec spec = MoeSpec();
+  spec.group_sizes.reset();
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulWork w, CountGroupedMatmul(spec));
+  // tiles_m + G - 1 = 4 + 4 - 1.
+  EXPECT_EQ(w.visited_m_tiles, 7);
+  EXPECT_EQ(w.distinct_m_tiles, 4);
+  EXPECT_EQ(w.groups_visited, 4);
+  EXPECT_EQ(w.rows, 512);
+  EXPECT_FALSE(w.group_sizes_known);
+}
+
+TEST(GroupedMatmul, TgmmVisitsEmptyGroupsToZeroTheirGradient) {
+  GroupedMatmulSpec spec = MoeSpec();
+  spec.kind = GroupedMatmulKind::kTgmm;
+  spec.m = 256;
+  spec.num_groups = 3;
+  spec.group_sizes = std::vector<int64_t>{0, 200, 56};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulWork w, CountGroupedMatmul(spec));
+  // Steps: empty group 0 at tile 0; rows [0,200) -> tiles 0, 1; [200,256) -> tile 1: the tile
+  // sequence 0 0 1 1 has 4 steps and 2 tile changes.
+  EXPECT_EQ(w.visited_m_tiles, 4);
+  EXPECT_EQ(w.distinct_m_tiles, 2);
+  EXPECT_EQ(w.groups_visited, 3);
+  EXPECT_EQ(w.rows, 256);
+  // dW of all 3 groups written: 3*7168*2048*4 B.
+  EXPECT_EQ(w.out_bytes, 3.0 * 7168 * 2048 * 4);
+  // lhs tiles_n * distinct * tm*k*2 B; rhs tiles_k * distinct * tm*n*2 B.
+  EXPECT_EQ(w.lhs_bytes, 2.0 * 2 * 128 * 7168 * 2);
+  EXPECT_EQ(w.rhs_bytes, 14.0 * 2 * 128 * 2048 * 2);
+}
+
+TEST(GroupedMatmul, GroupOffsetSelectsTheLocalGroups) {
+  GroupedMatmulSpec spec = MoeSpec();
+  spec.m = 256;
+  spec.num_groups = 2;
+  spec.group_offset = 2;
+  spec.group_sizes = std::vector<int64_t>{64, 64, 128, 0};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulWork w, CountGroupedMatmul(spec));
+  // Local groups 2 (rows [128,256): tile 1) and 3 (empty, skipped by gmm).
+  EXPECT_EQ(w.visited_m_tiles, 1);
+  EXPECT_EQ(w.rows, 128);
+  EXPECT_EQ(w.flops, 2.0 * 128 * 7168 * 2048);
+}
+
+TEST(GroupedMatmul, RejectsInconsistentSpecs) {
+  GroupedMatmulSpec spec = MoeSpec();
+  spec.group_sizes = std::vector<int64_t>{100, 0, 300, 113};
+  EXPECT_THAT(CountGroupedMatmul(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected group sizes summing to at most m = 512; got 513")));
+  spec = MoeSpec();
+  spec.group_sizes = std::vector<int64_t>{100, 0};
+  EXPECT_THAT(CountGroupedMatmul(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("group sizes; got 2")));
+  spec = MoeSpec();
+  spec.tk = 0;
+  EXPECT_THAT(CountGroupedMatmul(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("positive tiles")));
+}
+
+TEST(GroupedMatmul, TimeIsTheRooflineOfExecutedFlopsAndTraffic) {
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ResolveChip("tpu_v5p"));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(MoeSpec(), chip));
+  // v5p (one device per chip): 4.59e14 bf16 FLOP/s, 2.765e12 B/s, 2 TensorCores sharing the
+  // 2 n-tiles evenly, no kernel overhead in the description.
+  EXPECT_DOUBLE_EQ(cost.compute_seconds, 22548578304.0 / 4.59e14);
+  EXPECT_DOUBLE_EQ(cost.memory_seconds, (22020096.0 + 176160768.0 + 4194304.0) / 2.765e12);
+  EXPECT_EQ(cost.bound, Bound::kMemory);
+  EXPECT_DOUBLE_EQ(cost.seconds, cost.memory_seconds);
+  EXPECT_TRUE(cost.unknown_rates.empty());
+}
+
+TEST(GroupedMatmul, OddNTilesLeaveAMegacoreIdle) {
+  GroupedMatmulSpec spec = MoeSpec();
+  spec.n = 1024;  // one n-tile for two TensorCores
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ResolveChip("tpu_v5p"));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+  EXPECT_DOUBLE_EQ(cost.compute_seconds, 2.0 * cost.work.executed_flops / 4.59e14);
+}
+
+TEST(GroupedMatmul, ReadsTheCustomCallAndItsConstantGroupSizes) {
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseHloModule(R"(HloModule m
+ENTRY e {
+  x = bf16[256,64]{1,0} parameter(0)
+  w = bf16[2,64,96]{2,1,0} parameter(1)
+  g = s32[2]{0} constant({100, 120})
+  ROOT o = f32[256,96]{1,0} custom-call(x, w, g), custom_call_target="perfsim.gmm", backend_config={"tiling":[128,64,96],"group_offset":0}
+})",
+                                                                   "gmm.hlo");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const Instruction& gmm = *(*module)->entry()->root();
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulSpec spec, GroupedMatmulSpecFromInstruction(gmm));
+  EXPECT_EQ(spec.m, 256);
+  EXPECT_EQ(spec.k, 64);
+  EXPECT_EQ(spec.n, 96);
+  EXPECT_EQ(spec.num_groups, 2);
+  EXPECT_EQ(spec.tm, 128);
+  ASSERT_TRUE(spec.group_sizes.has_value());
+  EXPECT_THAT(*spec.group_sizes, ::testing::ElementsAre(100, 120));
+  // True count: 2 * (100 + 120) * 64 * 96; XLA: -1 (a custom-call).
+  EXPECT_EQ(CountInstruction(gmm, {.mode = CostMode::kTrue}).flops, 2.0 * 220 * 64 * 96);
+  EXPECT_EQ(CountInstruction(gmm, {.mode = CostMode::kXlaCompatible}).flops, -1);
+}
+
+}  // namespace
+}  // namespace perfsim
