@@ -20,6 +20,7 @@ commands:
   run FILE.hlo       interpret a module on CPU (random or .npy inputs), summarise outputs
   fit --kernel ...   does a kernel tiling fit VMEM / shared memory; --search: fastest that fits
   cost FILE.hlo --hw NAME   flops, bytes and time per instruction on a chip
+  predict            step time of the MoE layer on a cluster (default: DeepSeek-V3 on v7x)
   lower --backend NAME      print the per-device HLO a backend lowers the MoE step to
   validate [--backend NAME|all]  every backend against the dense reference, fwd and bwd
 
@@ -63,6 +64,7 @@ int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostr
   if (command == "cost") return RunCostCommand(rest, io);
   if (command == "lower") return RunLowerCommand(rest, io);
   if (command == "validate") return RunValidateCommand(rest, io);
+  if (command == "predict") return RunPredictCommand(rest, io);
   err << "perfsim: unknown command '" << command << "'\n\n" << kUsage;
   return kExitBadInput;
 }

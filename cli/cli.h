@@ -50,6 +50,7 @@ int RunFitCommand(const std::vector<std::string>& args, CliIo& io);
 int RunCostCommand(const std::vector<std::string>& args, CliIo& io);
 int RunLowerCommand(const std::vector<std::string>& args, CliIo& io);
 int RunValidateCommand(const std::vector<std::string>& args, CliIo& io);
+int RunPredictCommand(const std::vector<std::string>& args, CliIo& io);
 
 }  // namespace perfsim
 

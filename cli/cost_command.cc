@@ -63,12 +63,12 @@ std::string Count(double value) {
   return FormatDouble(value);
 }
 
-// "0", "7.2 ns", "1.00 us", "3.412 ms", "1.250 s"; "n/a" when not timed.
+// "0", "0.0246 ns", "34.1 ns", "1.00 us", "3.412 ms", "1.250 s"; "n/a" when not timed.
 std::string SecondsCell(const std::optional<double>& seconds) {
   if (!seconds.has_value()) return "n/a";
   const double s = *seconds;
   if (s == 0) return "0";
-  if (s < 1e-6) return fmt::format("{:.1f} ns", s * 1e9);
+  if (s < 1e-6) return fmt::format("{:.3g} ns", s * 1e9);
   if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
   if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.3f} s", s);

@@ -74,8 +74,9 @@ stream of (seed, device, parameter):
   floating point   uniform in [-1, 1), rounded to nearest even into the type
   pred             true with probability 1/2
   integers         uniform in [0, 8), except values the module uses as indices:
-                   ragged-dot / perfsim.gmm / perfsim.tgmm group sizes: every row of the
-                     ragged dimension joins a uniformly drawn group (sizes sum to the rows);
+                   ragged-dot / perfsim.gmm / perfsim.tgmm / perfsim.fused_ffn group sizes:
+                     every row of the ragged dimension joins a uniformly drawn group (the
+                     sizes sum to the rows);
                    dynamic-slice / dynamic-update-slice starts: uniform over valid starts;
                    gather / scatter indices: uniform in [0, smallest indexed dimension);
                    ragged-all-to-all offsets and sizes: 0 (no rows move).
@@ -267,14 +268,19 @@ absl::StatusOr<std::vector<std::vector<Literal>>> ReadInputs(const Module& modul
         "--inputs: expected ", entry.parameter_count(), " .npy files (one per entry parameter of ",
         module.name(), "); got ", run.input_paths.size()));
   }
-  std::vector<std::vector<Literal>> inputs(num_devices);
+  // Without any '{d}' one set of inputs serves every device (RunModule shares it).
+  bool per_device = false;
+  for (const std::string& path : run.input_paths) {
+    per_device = per_device || absl::StrContains(path, "{d}");
+  }
+  std::vector<std::vector<Literal>> inputs(per_device ? num_devices : 1);
   for (int64_t p = 0; p < entry.parameter_count(); ++p) {
     const Instruction& parameter = *entry.parameter(p);
     const Shape& want = parameter.shape();
     const std::string& pattern = run.input_paths[p];
-    const bool per_device = absl::StrContains(pattern, "{d}");
-    for (int64_t d = 0; d < num_devices; ++d) {
-      if (!per_device && d > 0) {
+    const bool this_per_device = absl::StrContains(pattern, "{d}");
+    for (size_t d = 0; d < inputs.size(); ++d) {
+      if (!this_per_device && d > 0) {
         inputs[d].push_back(inputs[0][p]);
         continue;
       }

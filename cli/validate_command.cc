@@ -13,6 +13,7 @@
 #include "cli/flags.h"
 #include "cli/step_flags.h"
 #include "fmt/format.h"
+#include "sim/hw/chip_registry.h"
 #include "sim/ir/hlo_parser.h"
 #include "sim/util/status.h"
 #include "sim/validate/validate.h"
@@ -39,6 +40,8 @@ reference is finite fails (a poisoned, uninitialised buffer reached an output).
   --devices   1, 2, 4, 8 by default; each backend picks its parallelism for N devices
               (dense_einsum: dp=N; expert-parallel backends: ep as large as E allows), unless
               --parallelism fixes it
+  --hw NAME   fit-check every kernel custom-call's tiling against this chip's VMEM first
+              (default tpu_v5p); a misfit fails the case with the numbers
   --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo (then
               router_bias), output y [tokens, D]; compared with --model's reference MoE on
               random inputs (x sharded over dp·ep, experts over ep as --parallelism says)
@@ -153,7 +156,7 @@ void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) 
 
 int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   std::vector<FlagSpec> specs = StepFlagSpecs();
-  for (const char* name : {"router", "routing", "devices", "seed", "format", "hlo"}) {
+  for (const char* name : {"router", "routing", "devices", "seed", "format", "hlo", "hw"}) {
     specs.push_back({name, true});
   }
   specs.push_back({"help", false});
@@ -216,7 +219,9 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
                           io);
     }
   } else {
-    SuiteOptions options{.base = *base, .seed = seed};
+    absl::StatusOr<Chip> chip = ResolveChip(flags->Get("hw", "tpu_v5p"));
+    if (!chip.ok()) return ReportStatus(Annotate(chip.status(), "--hw"), io);
+    SuiteOptions options{.base = *base, .seed = seed, .chip = &*chip};
     const std::string backend = flags->Get("backend", "all");
     if (backend != "all") options.backends = absl::StrSplit(backend, ',');
     for (const std::string& name : options.backends) {

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The README's first command: install what is missing, build, and run perfsim on its embedded
-# default. `perfsim predict` does not exist yet (issue 5), so this shows the described chips.
+# The README's first command: install what is missing, build, and run `perfsim predict` on its
+# embedded default scenario (DeepSeek-V3 MoE layer, fwd_bwd, TPU v7x 4x8x8, ep_ragged_a2a).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-echo "perfsim predict is not built yet (issue 5); showing 'perfsim hw list' instead:"
-./build/perfsim hw list
+./build/perfsim predict

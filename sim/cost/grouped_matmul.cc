@@ -106,9 +106,16 @@ absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& sp
   const double out_size = static_cast<double>(ByteWidth(spec.out_type));
   const double visited = static_cast<double>(w.visited_m_tiles);
   const double distinct = static_cast<double>(w.distinct_m_tiles);
-  w.flops = 2.0 * static_cast<double>(w.rows) * k * n;
+  const double rows = static_cast<double>(w.rows);
+  w.flops = 2.0 * rows * k * n;
   w.executed_flops = visited * static_cast<double>(w.tiles_n) * static_cast<double>(w.tiles_k) *
                      2.0 * m_rows * static_cast<double>(tk) * static_cast<double>(tn);
+  if (spec.kind == GroupedMatmulKind::kFusedFfn) {
+    // x·wi_0, x·wi_1 and act·wo; the gate multiplies and one transcendental per element of h.
+    w.flops = 3 * w.flops + 2.0 * rows * n;
+    w.transcendentals = rows * n;
+    w.executed_flops *= 3;
+  }
   switch (spec.kind) {
     case GroupedMatmulKind::kGmm:
       w.lhs_bytes = static_cast<double>(w.tiles_n) * (w.tiles_k == 1 ? distinct : visited) *
@@ -121,6 +128,12 @@ absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& sp
       w.lhs_bytes = static_cast<double>(w.tiles_n) * distinct * m_rows * k * lhs_size;
       w.rhs_bytes = static_cast<double>(w.tiles_k) * distinct * m_rows * n * rhs_size;
       w.out_bytes = static_cast<double>(spec.num_groups) * k * n * out_size;
+      break;
+    case GroupedMatmulKind::kFusedFfn:
+      w.lhs_bytes = visited * m_rows * k * lhs_size;
+      w.rhs_bytes = 3 * (w.tiles_k * w.tiles_n == 1 ? static_cast<double>(w.groups_visited) : visited) *
+                    k * n * rhs_size;
+      w.out_bytes = distinct * m_rows * k * out_size;
       break;
   }
   w.bytes_accessed = w.lhs_bytes + w.rhs_bytes + w.out_bytes;
@@ -152,6 +165,22 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
   } else {
     cost.unknown_rates.push_back(rate.unknown_rate);
   }
+  if (spec.kind == GroupedMatmulKind::kFusedFfn) {
+    // The activation runs on the vector units: the gate products and the transcendentals.
+    const ComputeSpec& c = chip.proto().compute();
+    const double devices = static_cast<double>(std::max<int64_t>(1, c.devices_per_chip()));
+    const double gate_flops = 2.0 * static_cast<double>(cost.work.rows) * static_cast<double>(spec.n);
+    if (c.vector_f32_flops_per_second() > 0) {
+      compute += gate_flops / (c.vector_f32_flops_per_second() / devices);
+    } else {
+      cost.unknown_rates.push_back("compute.vector_f32_flops_per_second");
+    }
+    if (c.transcendentals_per_second() > 0) {
+      compute += cost.work.transcendentals / (c.transcendentals_per_second() / devices);
+    } else {
+      cost.unknown_rates.push_back("compute.transcendentals_per_second");
+    }
+  }
   const KernelTime t =
       CombineRoofline(compute, cost.work.bytes_accessed / DeviceHbmBytesPerSecond(chip),
                       chip.proto().compute().kernel_overhead_seconds());
@@ -169,16 +198,21 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
     return absl::InvalidArgumentError(
         absl::StrCat(instruction.name(), ": expected ", what, "; got ", got));
   };
-  if (target != kGmmTarget && target != kTgmmTarget) {
-    return error("a perfsim.gmm or perfsim.tgmm custom-call", absl::StrCat("'", target, "'"));
+  if (!IsGroupedMatmulTarget(target)) {
+    return error("a perfsim.gmm, perfsim.tgmm or perfsim.fused_ffn custom-call",
+                 absl::StrCat("'", target, "'"));
   }
-  if (instruction.operand_count() < 3 || instruction.operand_count() > 4) {
-    return error("operands (lhs, rhs, group_sizes[, group_offset])",
+  // fused_ffn has three weights where the matmuls have one rhs.
+  const int64_t sizes_index = target == kFusedFfnTarget ? 4 : 2;
+  if (instruction.operand_count() < sizes_index + 1 || instruction.operand_count() > sizes_index + 2) {
+    return error(target == kFusedFfnTarget
+                     ? "operands (x, wi_0, wi_1, wo, group_sizes[, group_offset])"
+                     : "operands (lhs, rhs, group_sizes[, group_offset])",
                  absl::StrCat(instruction.operand_count(), " operands"));
   }
   const Shape& lhs = instruction.operand(0)->shape();
   const Shape& rhs = instruction.operand(1)->shape();
-  const Shape& sizes = instruction.operand(2)->shape();
+  const Shape& sizes = instruction.operand(sizes_index)->shape();
   const Shape& out = instruction.shape();
   if (!lhs.IsArray() || !rhs.IsArray() || !out.IsArray() || !sizes.IsArray() || sizes.rank() != 1) {
     return error("array operands and result, rank-1 group_sizes",
@@ -201,6 +235,18 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
     spec.k = lhs.dimensions(1);
     spec.n = transpose_rhs ? rhs.dimensions(1) : rhs.dimensions(2);
     spec.num_groups = rhs.dimensions(0);
+  } else if (target == kFusedFfnTarget) {
+    const Shape& wo = instruction.operand(3)->shape();
+    if (lhs.rank() != 2 || rhs.rank() != 3 || !wo.IsArray() || wo.rank() != 3) {
+      return error("x [m,D], wi_0 and wi_1 [G,D,F], wo [G,F,D]",
+                   absl::StrCat(lhs.ToString(false), ", ", rhs.ToString(false), ", ",
+                                wo.ToString(false)));
+    }
+    spec.kind = GroupedMatmulKind::kFusedFfn;
+    spec.m = lhs.dimensions(0);
+    spec.k = lhs.dimensions(1);
+    spec.n = rhs.dimensions(2);
+    spec.num_groups = rhs.dimensions(0);
   } else {
     if (lhs.rank() != 2 || rhs.rank() != 2 || out.rank() != 3) {
       return error("lhs [k,m], rhs [m,n] and result [G,k,n]",
@@ -222,14 +268,14 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
     spec.tn = (*tiling)[2];
   }
   spec.group_offset = JsonTopLevelInt(config, "group_offset").value_or(0);
-  if (instruction.operand_count() == 4) {
-    const Instruction* offset = instruction.operand(3);
+  if (instruction.operand_count() == sizes_index + 2) {
+    const Instruction* offset = instruction.operand(sizes_index + 1);
     if (offset->opcode() == Opcode::kConstant && offset->attributes().literal.has_value() &&
         !offset->attributes().literal->elided() && offset->attributes().literal->element_count() == 1) {
       spec.group_offset = offset->attributes().literal->GetAsInt64(0);
     }
   }
-  const Instruction* group_sizes = instruction.operand(2);
+  const Instruction* group_sizes = instruction.operand(sizes_index);
   if (group_sizes->opcode() == Opcode::kConstant && group_sizes->attributes().literal.has_value() &&
       !group_sizes->attributes().literal->elided()) {
     const Literal& literal = *group_sizes->attributes().literal;
@@ -238,6 +284,10 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
     spec.group_sizes = std::move(values);
   }
   return spec;
+}
+
+bool IsGroupedMatmulTarget(absl::string_view target) {
+  return target == kGmmTarget || target == kTgmmTarget || target == kFusedFfnTarget;
 }
 
 }  // namespace perfsim

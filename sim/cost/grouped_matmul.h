@@ -1,5 +1,6 @@
-// Cost of the megablox grouped matmuls (perfsim.gmm / perfsim.tgmm, convention in
-// sim/interp/custom_calls.h; kernel structure in shared/reference/backends.md section 1b).
+// Cost of the megablox grouped matmuls (perfsim.gmm / perfsim.tgmm) and of the fused expert FFN
+// (perfsim.fused_ffn); conventions in sim/interp/custom_calls.h, kernel structure in
+// shared/reference/backends.md section 1b.
 //
 //   GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm, .m = 512, .k = 7168, .n = 2048,
 //                          .num_groups = 4, .group_sizes = {{100, 0, 300, 112}},
@@ -29,10 +30,18 @@
 //            out = G_local · k·n · bytes
 //     where "distinct" counts the m-tiles touched (consecutive visits of a shared tile reuse
 //     the block).
+//   - fused_ffn (k = D, n = F, tiles (tm, td, tf); one of td, tf spans its dimension): per
+//     visited m-tile the kernel computes act(x·wi_0, x·wi_1)·wo for its group with h kept in
+//     VMEM. Flops: 6·rows·D·F for the three matmuls plus 2·rows·F for the gating products, and
+//     rows·F transcendentals (the sigmoid or tanh); executed = visited · 3 · 2·tm·D'·F' (D, F
+//     padded to their tiles). Traffic: x = visited · tm·D, the three weights
+//     3·D·F · (tiles_d·tiles_f == 1 ? groups visited : visited) (re-streamed per m-tile when
+//     the kernel loops over tiles), out = distinct · tm·D.
 //   - Time (CostGroupedMatmul): compute = executed flops at the matrix-unit rate of the
 //     operand types, the tiles_n steps spread over the TensorCores of a megacore TPU device
-//     (the only "parallel" grid dimension); memory = bytes / HBM bandwidth; plus the kernel
-//     overhead; the larger of compute and memory bounds it.
+//     (the only "parallel" grid dimension), plus fused_ffn's activation on the vector and
+//     transcendental units; memory = bytes / HBM bandwidth; plus the kernel overhead; the
+//     larger of compute and memory bounds it.
 #ifndef PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 #define PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 
@@ -50,14 +59,16 @@
 namespace perfsim {
 
 enum class GroupedMatmulKind {
-  kGmm,   // out[m, n] = lhs[m, k] @ rhs[group of row][k, n]
-  kTgmm,  // out[g, k, n] = lhs[k, rows of g] @ rhs[rows of g, n]
+  kGmm,       // out[m, n] = lhs[m, k] @ rhs[group of row][k, n]
+  kTgmm,      // out[g, k, n] = lhs[k, rows of g] @ rhs[rows of g, n]
+  kFusedFfn,  // out[m, k] = act(x[m, k] @ wi_0[g][k, n], x @ wi_1[g]) @ wo[g][n, k]
 };
 
 struct GroupedMatmulSpec {
   GroupedMatmulKind kind = GroupedMatmulKind::kGmm;
   // gmm: lhs [m, k], rhs [G_local, k, n], out [m, n]. tgmm: lhs [k, m], rhs [m, n],
-  // out [G_local, k, n]; m is the grouped (contracted) dimension.
+  // out [G_local, k, n]; m is the grouped (contracted) dimension. fused_ffn: x [m, D = k],
+  // wi_0 and wi_1 [G_local, k, n = F], wo [G_local, n, k], out [m, k]; rhs_type is the weights'.
   int64_t m = 0;
   int64_t k = 0;
   int64_t n = 0;
@@ -77,10 +88,11 @@ struct GroupedMatmulSpec {
 };
 
 struct GroupedMatmulWork {
-  double flops = 0;           // useful: 2·rows·k·n
+  double flops = 0;           // useful: 2·rows·k·n (fused_ffn: see the file comment)
+  double transcendentals = 0;  // fused_ffn's activation
   double executed_flops = 0;  // whole tiles the matrix units run
-  double lhs_bytes = 0;
-  double rhs_bytes = 0;
+  double lhs_bytes = 0;  // fused_ffn: x
+  double rhs_bytes = 0;  // fused_ffn: the three weights
   double out_bytes = 0;
   double bytes_accessed = 0;  // lhs + rhs + out
   int64_t rows = 0;           // rows the active groups cover
@@ -107,14 +119,19 @@ struct GroupedMatmulCost {
   std::vector<std::string> unknown_rates;
 };
 
-// Counts and times one call on one device of `chip`.
+// Counts and times one call on one device of `chip`. The predictor passes routing-derived
+// group_sizes here (e.g. the spec of GroupedMatmulSpecFromInstruction with sizes filled in).
 absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spec,
                                                     const Chip& chip);
 
-// The spec of a perfsim.gmm / perfsim.tgmm custom-call: shapes, element types, tiling
-// (backend_config "tiling", default 128 each), group_offset, transpose_rhs, and the group sizes
-// when the group_sizes operand is a constant. InvalidArgument naming the instruction otherwise.
+// The spec of a perfsim.gmm / perfsim.tgmm / perfsim.fused_ffn custom-call: shapes, element
+// types, tiling (backend_config "tiling", default 128 each), group_offset, transpose_rhs, and
+// the group sizes when the group_sizes operand is a constant. InvalidArgument naming the
+// instruction otherwise.
 absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruction& instruction);
+
+// True for the custom-call targets GroupedMatmulSpecFromInstruction reads.
+bool IsGroupedMatmulTarget(absl::string_view target);
 
 }  // namespace perfsim
 

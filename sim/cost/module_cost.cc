@@ -79,7 +79,8 @@ absl::StatusOr<std::string> SliceShapeForDevices(const Chip& chip, int64_t devic
   return absl::StrJoin(dims, "x");
 }
 
-absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices) {
+absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices,
+                                            bool allow_larger) {
   const int64_t per_chip = std::max<int64_t>(1, chip.proto().compute().devices_per_chip());
   if (devices > 0 && devices < per_chip) {
     Topology::Options options;
@@ -93,7 +94,7 @@ absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices) {
     if (exact.ok()) return exact;
     first_error = exact.status();
   }
-  if (devices <= 0) return first_error;
+  if (devices <= 0 || !allow_larger) return first_error;
   // The next count the slice rules allow is close: a multiple of 4 chips per torus axis, or of
   // the NVLink domain.
   for (int64_t n = devices + 1; n <= 2 * devices + 1024; ++n) {
@@ -117,7 +118,9 @@ absl::StatusOr<ModuleCost> CostModule(const Module& module, const Chip& chip,
   // Collectives need a slice to run on; a module without them needs none.
   std::optional<Topology> topology;
   if (HasCollective(module)) {
-    PERFSIM_ASSIGN_OR_RETURN(Topology t, TopologyForDevices(chip, result.num_devices));
+    PERFSIM_ASSIGN_OR_RETURN(
+        Topology t, TopologyForDevices(chip, result.num_devices,
+                                       /*allow_larger=*/options.num_devices <= 0));
     result.topology = t.ToString();
     topology = std::move(t);
   }

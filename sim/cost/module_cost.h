@@ -27,8 +27,9 @@ namespace perfsim {
 
 struct ModuleCostOptions {
   CostMode mode = CostMode::kTrue;
-  // Devices the module runs on (collective groups, the slice collectives are timed on);
-  // 0 takes ModuleDeviceCount.
+  // Devices the module runs on (collective groups, the slice collectives are timed on): the
+  // slice must have exactly this many. 0 takes ModuleDeviceCount, rounded up to a slice the
+  // chip allows.
   int64_t num_devices = 0;
 };
 
@@ -60,10 +61,12 @@ int64_t ModuleDeviceCount(const Module& module);
 absl::StatusOr<std::string> SliceShapeForDevices(const Chip& chip, int64_t devices);
 
 // The slice collectives are timed on for `devices` devices: SliceShapeForDevices when the chip's
-// slice rules allow that shape; otherwise the smallest larger device count they allow (30 GPUs
-// in 8-GPU NVLink domains: 32), so that every device id the module names exists.
-// Fewer devices than one chip has (1 device of a TPU v7x) gives a one-chip slice of that many.
-absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices);
+// slice rules allow that shape; otherwise, with `allow_larger`, the smallest larger device count
+// they allow (30 GPUs in 8-GPU NVLink domains: 32), so that every device id the module names
+// exists, and without it the error. Fewer devices than one chip has (1 device of a TPU v7x)
+// gives a one-chip slice of that many.
+absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices,
+                                            bool allow_larger = true);
 
 // InvalidArgument for a module without an entry computation, a bad device count, or an
 // instruction CostInstruction rejects (the message names it).

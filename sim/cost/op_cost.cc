@@ -152,7 +152,7 @@ void AddComputeWork(const Instruction& instruction, const Chip& chip, const Coun
       return;
     case Opcode::kCustomCall: {
       const std::string& target = instruction.attributes().custom_call_target;
-      if (target == kGmmTarget || target == kTgmmTarget) return;  // costed whole, elsewhere
+      if (IsGroupedMatmulTarget(target)) return;  // costed whole, elsewhere
       const OpCounts counts = CountInstruction(instruction, truth);
       if (instruction.operand_count() >= 2 &&
           (absl::StartsWith(target, "__cublas") || counts.flops > 0)) {
@@ -330,7 +330,7 @@ absl::StatusOr<OpCost> CostInstruction(const Instruction& instruction, const Chi
 
   const double overhead = chip.proto().compute().kernel_overhead_seconds();
   const std::string& target = instruction.attributes().custom_call_target;
-  if (instruction.opcode() == Opcode::kCustomCall && (target == kGmmTarget || target == kTgmmTarget)) {
+  if (instruction.opcode() == Opcode::kCustomCall && IsGroupedMatmulTarget(target)) {
     PERFSIM_ASSIGN_OR_RETURN(GroupedMatmulSpec spec, GroupedMatmulSpecFromInstruction(instruction));
     absl::StatusOr<GroupedMatmulCost> gmm = CostGroupedMatmul(spec, chip);
     if (!gmm.ok()) return Annotate(gmm.status(), instruction.name());

@@ -16,7 +16,7 @@
 //     memory  = true bytes / HBM bandwidth (times elementwise_fraction_of_peak for kernels
 //               without a matmul);
 //     seconds = max(compute, memory) + kernel_overhead_seconds.
-//   perfsim.gmm / perfsim.tgmm: the grouped-matmul model (grouped_matmul.h).
+//   perfsim.gmm / perfsim.tgmm / perfsim.fused_ffn: the grouped-matmul model (grouped_matmul.h).
 //   collectives (and -start/-done, async wrappers of them): sim/comm on options.topology;
 //     bound communication; -done costs 0 (its time is on the start). Without a topology they
 //     are not timed (seconds = nullopt).

@@ -223,14 +223,12 @@ const UserMap& Counter::Users(const Computation& computation) {
   auto it = users_.find(&computation);
   if (it != users_.end()) return it->second;
   UserMap& users = users_[&computation];
+  // A user appends itself while walking its own operands, so a repeat can only be the last
+  // entry.
   for (const auto& instruction : computation.instructions()) {
     for (const Instruction* operand : instruction->operands()) {
       std::vector<const Instruction*>& list = users[operand];
-      if (list.empty() || list.back() != instruction.get()) {
-        if (std::find(list.begin(), list.end(), instruction.get()) == list.end()) {
-          list.push_back(instruction.get());
-        }
-      }
+      if (list.empty() || list.back() != instruction.get()) list.push_back(instruction.get());
     }
   }
   return users;
@@ -402,19 +400,24 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
   if (IsAnnotationTarget(target)) {
     return OpCounts{.operand_bytes = std::vector<double>(instruction.operand_count(), 0.0)};
   }
-  if (target == kGmmTarget || target == kTgmmTarget) {
+  if (IsGroupedMatmulTarget(target)) {
     const absl::StatusOr<GroupedMatmulSpec> spec = GroupedMatmulSpecFromInstruction(instruction);
     if (spec.ok()) {
       const absl::StatusOr<GroupedMatmulWork> work = CountGroupedMatmul(*spec);
       if (work.ok()) {
         c.flops = work->flops;
+        c.transcendentals = work->transcendentals;
         c.bytes_accessed = work->bytes_accessed;
         c.output_bytes = work->out_bytes;
         c.operand_bytes.assign(instruction.operand_count(), 0.0);
+        // Weights: one operand for the matmuls, three (same size each) for fused_ffn.
+        const size_t weights = spec->kind == GroupedMatmulKind::kFusedFfn ? 3 : 1;
         if (!c.operand_bytes.empty()) c.operand_bytes[0] = work->lhs_bytes;
-        if (c.operand_bytes.size() > 1) c.operand_bytes[1] = work->rhs_bytes;
+        for (size_t i = 1; i <= weights && i < c.operand_bytes.size(); ++i) {
+          c.operand_bytes[i] = work->rhs_bytes / static_cast<double>(weights);
+        }
         // The group sizes (and offset) are read into SMEM once.
-        for (size_t i = 2; i < c.operand_bytes.size(); ++i) {
+        for (size_t i = weights + 1; i < c.operand_bytes.size(); ++i) {
           c.operand_bytes[i] = static_cast<double>(ShapeSizeBytes(instruction.operand(i)->shape()));
           c.bytes_accessed += c.operand_bytes[i];
         }

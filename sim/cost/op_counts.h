@@ -13,8 +13,9 @@
 //
 // CostMode::kTrue is what the instructions really do. It differs from XLA only here:
 //   - custom-call: XLA says -1 for everything. True cost:
-//       perfsim.gmm / perfsim.tgmm: the grouped-matmul model (grouped_matmul.h) with the tiling
-//         of backend_config and the group sizes when the group_sizes operand is a constant;
+//       perfsim.gmm / perfsim.tgmm / perfsim.fused_ffn: the grouped-matmul model
+//         (grouped_matmul.h) with the tiling of backend_config and the group sizes when the
+//         group_sizes operand is a constant;
 //       a declared cost (backend_config `cost_estimate` {flops, transcendentals,
 //         bytes_accessed}, top level or inside `custom_call_config`, as Pallas writes it);
 //       cuBLAS gemms (`__cublas$gemm`, `__cublas$lt$matmul`): dot flops from the

@@ -11,10 +11,11 @@
 //
 // Rates come from the chip description; where one is 0 (not in the sources) the work that
 // needed it is not timed and its field name is reported in `unknown_rates`. Two documented
-// choices fill gaps instead:
-//   - f32 matmuls on a TPU with no f32 matrix peak run on the MXU in bf16 passes, as XLA:TPU
-//     does: one pass at the default precision, 3 for `operand_precision=high` (bf16_3x), 6 for
-//     `highest` (bf16_6x); the rate is the bf16 peak divided by the passes.
+// choices fill gaps instead (choices, not sourced figures: shared/reference has no f32 rate):
+//   - f32 matmuls on a TPU with no f32 matrix peak run on the MXU in bf16 passes, which is how
+//     XLA:TPU computes them: one pass at the default precision, 3 for
+//     `operand_precision=high` (bf16_3x), 6 for `highest` (bf16_6x); the rate is the bf16
+//     peak divided by the passes.
 //   - f32 matmuls on a GPU run on the tensor cores in TF32 (peak_f32_matmul_flops_per_second),
 //     or on the vector units at `highest` precision.
 // Efficiency factors of the chip's EfficiencySpec apply per op class: matmul_fraction_of_peak

@@ -12,6 +12,10 @@
 //
 // GPU shared memory and SparseCore memory have no such native tile here: their buffers are
 // counted at the block shape, unpadded.
+//
+// The packed tile is used on every TPU generation. backends.md 1c notes that before gen 7 XLA
+// keeps 16-bit arrays at 8 sublanes by default, so on v4 to v6e a bf16 block whose row count is
+// an odd multiple of 8 may be counted 8 rows larger than what is allocated.
 #ifndef PERFSIM_SIM_FIT_FOOTPRINT_H_
 #define PERFSIM_SIM_FIT_FOOTPRINT_H_
 

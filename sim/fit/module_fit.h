@@ -17,11 +17,12 @@
 // sizes the SMEM group metadata.
 //
 // A misfit becomes ResourceExhausted (XLA's code for "Ran out of memory in memory space vmem"):
-//   "gmm_wi0 (perfsim.gmm at 12:3): tiling (512, 1024, 1024) needs 18 MiB of VMEM
+//   "gmm_wi0 (perfsim.gmm at 12:8): gmm tiling (512, 1024, 1024) needs 18 MiB of VMEM
 //    (18874368 bytes); limit 16 MiB (16777216 bytes, default scoped VMEM limit of tpu_v5p),
 //    short by 2 MiB; largest buffers: rhs 2 x [1024,1024] f32 = 8 MiB, lhs ..., out ..."
-// Malformed kernel calls (wrong operand count or ranks, a tiling that is not three integers)
-// are InvalidArgument naming the instruction.
+// (12:8 is the line and column of the instruction's name in the HLO text.) Malformed kernel
+// calls (wrong operand count or ranks, a tiling that is not three integers) are InvalidArgument
+// naming the instruction.
 #ifndef PERFSIM_SIM_FIT_MODULE_FIT_H_
 #define PERFSIM_SIM_FIT_MODULE_FIT_H_
 

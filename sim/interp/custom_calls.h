@@ -1,5 +1,6 @@
 // Custom-call targets the interpreter runs, and the convention perfsim's lowerings use for the
-// grouped-matmul kernels of shared/reference/backends.md (megablox gmm / tgmm).
+// grouped-matmul kernels of shared/reference/backends.md (megablox gmm / tgmm) and for the fused
+// expert-FFN kernel of fused_expert_ffn.
 //
 // Built-in targets:
 //
@@ -38,6 +39,25 @@
 //   Both kernels check what megablox checks: lhs rank 2, rhs rank 3 (gmm) / 2 (tgmm), matching
 //   k and n, integer group sizes summing to at most m, and m % tm == 0 when a tiling is given
 //   ("ValueError" in megablox; InvalidArgument here).
+//
+//   perfsim.fused_ffn   the whole gated expert FFN of each group in one kernel (fused_expert_ffn):
+//     %out = f32[m,D] custom-call(f32[m,D] %x, f32[G_local,D,F] %wi_0, f32[G_local,D,F] %wi_1,
+//                                 f32[G_local,F,D] %wo, s32[G] %group_sizes [, group_offset]),
+//            custom_call_target="perfsim.fused_ffn",
+//            backend_config={"tiling":[tm,td,tf],"tiled_dim":"F","activation":"silu",
+//                            "group_offset":0}
+//     Rows of group g (as for perfsim.gmm) are act(h0, h1)·wo[g - group_offset] with
+//     h_j = x_rows·wi_j[g - group_offset]. "activation" is "silu" (h0·σ(h0)·h1), "gelu"
+//     (gelu_tanh(h0)·h1) or "clipped_swiglu" with "clip_limit" L and "sigmoid_alpha" α
+//     (g = min(h0, L), u = clamp(h1, −L, L), g·σ(α·g)·(u + 1)): sim/lowering/ffn.h's formulas.
+//     h accumulates in f32 (f64 for an f64 result), the activation is computed there, rounded
+//     to wo's element type (the second matmul's MXU input) and out accumulates in f32.
+//     "tiled_dim" says which dimension the kernel tiles (sim/fit: fused_ffn_f_tiled (tm, D, tf)
+//     or fused_ffn_d_tiled (tm, td, F)): over F requires td == D and 1 <= tf <= F, over D
+//     requires tf == F and 1 <= td <= D; both give the same numbers here (the reference sums h
+//     over all of D, then out over all of F). m % tm == 0 is required, as for perfsim.gmm.
+//     Rows no active group owns are left as perfsim.gmm leaves them (poisoned, or zero when
+//     G_local < G).
 //
 // An unknown target is Unimplemented: "expected a custom-call target the interpreter knows
 // (AllocateBuffer, perfsim.gmm, ...); got 'tpu_custom_call'".

@@ -84,6 +84,13 @@ std::optional<IntRule> RuleForUse(const Instruction& user, int64_t index) {
       return rule;
     }
   }
+  // perfsim.fused_ffn(x [m, D], wi_0, wi_1, wo, group_sizes, ...): the groups split x's rows.
+  if (op == Opcode::kCustomCall && index == 4 && attrs.custom_call_target == kFusedFfnTarget &&
+      user.operand(0)->shape().rank() == 2) {
+    rule.kind = IntRule::Kind::kGroupSizes;
+    rule.rows = user.operand(0)->shape().dimensions(0);
+    return rule;
+  }
   if (op == Opcode::kRaggedAllToAll && index >= 2) {
     rule.kind = IntRule::Kind::kZeros;
     return rule;

@@ -9,8 +9,9 @@
 //   floating point   uniform in [-1, 1), rounded to nearest even into the type
 //   pred             true with probability 1/2
 //   integers         uniform in [0, 8), except where the module says what the value indexes:
-//     - group sizes (operand 2 of ragged-dot, perfsim.gmm, perfsim.tgmm): each of the m rows
-//       of the ragged dimension joins a uniformly drawn group, so the sizes sum to exactly m;
+//     - group sizes (operand 2 of ragged-dot, perfsim.gmm, perfsim.tgmm; operand 4 of
+//       perfsim.fused_ffn): each of the m rows of the ragged dimension joins a uniformly drawn
+//       group, so the sizes sum to exactly m;
 //     - start indices of dynamic-slice / dynamic-update-slice: uniform over the valid starts
 //       [0, dim - size];
 //     - gather / scatter indices: uniform in [0, smallest indexed operand dimension);

@@ -10,6 +10,8 @@ absl::Span<const MoeBackend* const> Backends() {
       &SparseRaggedDotBackend(),
       &MegabloxGmmBackend(),
       &EpRaggedA2aBackend(),
+      &RingOfExpertsBackend(),
+      &GroupedGemmAlignedBackend(),
       &FusedExpertFfnBackend(),
   };
   return kBackends;

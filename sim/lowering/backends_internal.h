@@ -13,6 +13,8 @@ const MoeBackend& CapacityEinsumBackend();
 const MoeBackend& SparseRaggedDotBackend();
 const MoeBackend& MegabloxGmmBackend();
 const MoeBackend& EpRaggedA2aBackend();
+const MoeBackend& RingOfExpertsBackend();
+const MoeBackend& GroupedGemmAlignedBackend();
 const MoeBackend& FusedExpertFfnBackend();
 
 }  // namespace perfsim

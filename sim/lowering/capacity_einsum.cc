@@ -40,11 +40,12 @@
 // Validation. The validator compares with dense_einsum, which drops nothing; they agree only
 // when no token is dropped. A token picks K distinct experts, so an expert gets at most S
 // assignments per sequence, and cf ≥ E/K gives C ≥ ceil(S·K/E)·E/K ≥ S: nothing can drop.
-// `perfsim validate` must therefore run this backend with --capacity-factor ≥ E/K (6 for nano);
-// with a smaller factor a case that drops tokens fails, as it should. The dropping itself is
-// checked against a hand-derived reference in tests/lowering/capacity_einsum_test.cc.
+// `perfsim validate` must therefore run this backend with --capacity-factor ≥ E/K (nano: 6 for
+// K = 2, 12 for the K = 1 Llama-4 family); with a smaller factor a case that drops tokens fails,
+// as it should. The dropping itself is checked against a hand-derived reference in
+// tests/lowering/capacity_einsum_test.cc.
+#include <algorithm>
 #include <array>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "sim/lowering/backends_internal.h"
@@ -75,9 +76,9 @@ Tensor CumSum(NamedBuilder& nb, const Tensor& t, char along) {
   attributes.window = std::move(window);
   Computation* add = nb.module_builder().ScalarBinaryComputation(t.type(), Opcode::kAdd);
   Instruction* zero = nb.raw().ScalarConstant(t.type(), 0);
-  return nb.Name(nb.raw().Add(Opcode::kReduceWindow, {t.op, zero}, std::move(attributes),
-                              Shape(), "", add),
-                 t.dims);
+  return nb.Name(
+      nb.raw().Add(Opcode::kReduceWindow, {t.op, zero}, std::move(attributes), Shape(), "", add),
+      t.dims);
 }
 
 // Array all-to-all over ep splitting and concatenating dimension 0: block j of the result is
@@ -134,9 +135,8 @@ class CapacityEinsum final : public MoeBackend {
     if (CapacityPerSequence(spec) < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "expected a capacity C = int(max(ceil(S*K/E)*cf, cf)) >= 1; got C = ",
-          CapacityPerSequence(spec), " for S=", spec.seq, ", K=",
-          spec.model.experts_per_token(), ", E=", spec.model.num_experts(),
-          ", cf=", spec.knobs.capacity_factor));
+          CapacityPerSequence(spec), " for S=", spec.seq, ", K=", spec.model.experts_per_token(),
+          ", E=", spec.model.num_experts(), ", cf=", spec.knobs.capacity_factor));
     }
     if (spec.batch % (p.dp * p.ep) != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -151,7 +151,7 @@ class CapacityEinsum final : public MoeBackend {
   // (E for ep, the batch for dp·ep, F for tp): 2 -> ep=2; 4 -> ep=2,dp=2; 8 -> ep=dp=tp=2.
   Parallelism DefaultParallelism(int64_t devices, const StepSpec& spec) const override {
     constexpr std::array<int64_t Parallelism::*, 3> kOrder = {&Parallelism::ep, &Parallelism::dp,
-                                                             &Parallelism::tp};
+                                                              &Parallelism::tp};
     auto fits = [&](const Parallelism& q) {
       return spec.model.num_experts() % q.ep == 0 && spec.batch % (q.dp * q.ep) == 0 &&
              spec.model.expert_ffn_dim() % q.tp == 0;
@@ -186,8 +186,8 @@ class CapacityEinsum final : public MoeBackend {
     // Positions in expert, per sequence, over assignments in (s, k) order.
     Tensor onehot = nb.Reshape(nb.Convert(s.router.onehot, kS32), "BME", {b, seq * k, e});
     Tensor count = CumSum(nb, onehot, 'M');
-    Tensor fits = nb.Compare(count, nb.Full(kS32, "BME", {b, seq * k, e}, c),
-                             ComparisonDirection::kLe);
+    Tensor fits =
+        nb.Compare(count, nb.Full(kS32, "BME", {b, seq * k, e}, c), ComparisonDirection::kLe);
     Tensor kept = nb.Select(fits, nb.Mul(onehot, count), nb.Full(kS32, "BME", {b, seq * k, e}, 0));
     Tensor pos = nb.Reduce(nb.Reshape(kept, "BSKE", {b, seq, k, e}), "K");  // BSE, 0 = none
     Tensor slot = nb.AddScalar(nb.Iota(kS32, "BSEC", {b, seq, e, c}, 'C'), 1);
@@ -230,8 +230,8 @@ class CapacityEinsum final : public MoeBackend {
     NamedBuilder& nb = s.nb;
     Tensor o = ToTokenLayout(s, s.saved["cap.o"]);
     s.saved["cap.o_tokens"] = o;
-    Tensor y = AllReduce(s, nb.Einsum("EBCD,BSEC->BSD", o, s.saved["cap.combine"]),
-                         {MeshAxis::kTp});
+    Tensor y =
+        AllReduce(s, nb.Einsum("EBCD,BSEC->BSD", o, s.saved["cap.combine"]), {MeshAxis::kTp});
     s.y_routed = nb.Reshape(y, "TD", {s.x.size('T'), s.x.size('D')});
   }
 
@@ -257,8 +257,8 @@ class CapacityEinsum final : public MoeBackend {
     const Tensor& xd = s.saved["cap.xd"];
     Tensor da = nb.Einsum("EBCD,EFD->EBCF", d_o, s.wo);
     s.d_wo = nb.Einsum("EBCF,EBCD->EFD", s.saved["cap.a"], d_o);
-    auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(),
-                                          s.saved["cap.h0"], s.saved["cap.h1"], da);
+    auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(), s.saved["cap.h0"],
+                                          s.saved["cap.h1"], da);
     s.d_wi_0 = nb.Einsum("EBCD,EBCF->EDF", xd, dh0);
     s.d_wi_1 = nb.Einsum("EBCD,EBCF->EDF", xd, dh1);
     s.saved["cap.dxd"] = nb.Add(nb.Einsum("EBCF,EDF->EBCD", dh0, s.wi_0),
@@ -269,8 +269,8 @@ class CapacityEinsum final : public MoeBackend {
     NamedBuilder& nb = s.nb;
     const int64_t t = s.x.size('T'), d = s.x.size('D'), e = s.spec.model.num_experts();
     Tensor dxd = ToTokenLayout(s, s.saved["cap.dxd"]);
-    Tensor dx = AllReduce(s, nb.Einsum("EBCD,BSEC->BSD", dxd, s.saved["cap.dispatch"]),
-                          {MeshAxis::kTp});
+    Tensor dx =
+        AllReduce(s, nb.Einsum("EBCD,BSEC->BSD", dxd, s.saved["cap.dispatch"]), {MeshAxis::kTp});
     s.dx_routed = nb.Reshape(dx, "TD", {t, d});
     if (s.router.input_scale.op == nullptr) return;
     // Dm = P ⊗ σ(v): dσ = Σ_C P·einsum("EBCD,BSD->BSEC", dXd, x), read at the chosen experts.

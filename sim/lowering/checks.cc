@@ -190,22 +190,22 @@ absl::Status CheckReceiveBuffers(const LoweredStep& step) {
       } else if (role == ReceivedRowsName(ReceivedRows::kTokenRows)) {
         received = ReceivedRows::kTokenRows;
       } else {
-        return absl::FailedPreconditionError(absl::StrCat(
-            instruction->name(), ": expected ", kReceiveKey, " \"expert_rows\" or \"token_rows\"; got \"",
-            role, "\""));
+        return absl::FailedPreconditionError(
+            absl::StrCat(instruction->name(), ": expected ", kReceiveKey,
+                         " \"expert_rows\" or \"token_rows\"; got \"", role, "\""));
       }
       const std::string align_text = FrontendAttribute(attributes, kAlignKey);
       int64_t align = 0;
       if (!align_text.empty() && !absl::SimpleAtoi(align_text, &align)) {
         return absl::FailedPreconditionError(absl::StrCat(
-            instruction->name(), ": expected an integer ", kAlignKey, "; got \"", align_text, "\""));
+            instruction->name(), ": expected an integer ", kAlignKey, "; got \"", align_text,
+            "\""));
       }
       const int64_t group = ReplicaGroupSize(*instruction, step.spec.num_devices());
       const WorstCase worst = WorstReceivedRows(step.spec, received, group, align);
       const Instruction& buffer = *instruction->operand(1);
-      const int64_t rows = buffer.shape().IsArray() && buffer.shape().rank() > 0
-                               ? buffer.shape().dimensions(0)
-                               : 0;
+      const int64_t rows =
+          buffer.shape().IsArray() && buffer.shape().rank() > 0 ? buffer.shape().dimensions(0) : 0;
       if (rows < worst.rows) {
         return absl::FailedPreconditionError(absl::StrCat(
             instruction->name(), ": expected its receive buffer ", buffer.name(), " ",

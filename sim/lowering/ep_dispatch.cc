@@ -62,8 +62,8 @@ Tensor MeshIndex(StepState& s, MeshAxis axis) {
   if (auto it = s.saved.find(key); it != s.saved.end()) return it->second;
   const int64_t stride = axis == MeshAxis::kTp ? 1 : axis == MeshAxis::kEp ? p.tp : p.tp * p.ep;
   Tensor device = nb.Convert(Tensor{nb.raw().Add(Opcode::kPartitionId, {}), ""}, kS32);
-  Tensor index = nb.Binary(Opcode::kRemainder, nb.Div(device, Constant(nb, stride)),
-                           Constant(nb, size));
+  Tensor index =
+      nb.Binary(Opcode::kRemainder, nb.Div(device, Constant(nb, stride)), Constant(nb, size));
   s.saved[key] = index;
   return index;
 }
@@ -100,8 +100,7 @@ RaggedA2aParams DispatchParams(NamedBuilder& nb, const Tensor& traffic, const Te
   p.input_offsets = ExclusiveCumsum(nb, p.send_sizes);
   // Rows the shards before me send to each receiver: Σ_{i<s} G[i, j].
   Tensor before = nb.Compare(nb.Iota(kS32, "XP", {ep, ep}, 'X'), shard, ComparisonDirection::kLt);
-  p.output_offsets =
-      nb.Reduce(nb.Select(before, traffic, nb.Full(kS32, "XP", {ep, ep}, 0)), "X");
+  p.output_offsets = nb.Reduce(nb.Select(before, traffic, nb.Full(kS32, "XP", {ep, ep}, 0)), "X");
   return p;
 }
 

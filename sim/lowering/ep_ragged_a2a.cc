@@ -66,9 +66,9 @@ void SavePermutation(StepState& s, const Permutation& p) {
 }
 
 Permutation LoadPermutation(StepState& s) {
-  return Permutation{s.saved["ep.sort_idx"],       s.saved["ep.inverse"],
-                     s.saved["ep.token"],          s.saved["ep.sorted_experts"],
-                     s.saved["ep.x_rows"],         s.saved["ep.group_sizes"]};
+  return Permutation{s.saved["ep.sort_idx"], s.saved["ep.inverse"],
+                     s.saved["ep.token"],    s.saved["ep.sorted_experts"],
+                     s.saved["ep.x_rows"],   s.saved["ep.group_sizes"]};
 }
 
 class EpRaggedA2a final : public MoeBackend {
@@ -159,15 +159,15 @@ class EpRaggedA2a final : public MoeBackend {
     const int64_t t = s.x.size('T'), k = s.router.ids.size('K');
     Tensor out = ReduceScatter(s, s.saved["ep.out"], 'D', {MeshAxis::kTp});
     Tensor y_recv = nb.GatherRows(out, s.saved["ep.local_inverse"]);
-    RaggedExchange combine = ExchangeRows(
-        s, y_recv, EmptyBuffer(nb, y_recv.type(), "MD", {t * k, y_recv.size('D')}),
-        CombineParams(nb, s.saved["ep.traffic"], MeshIndex(s, MeshAxis::kEp)),
-        ReceivedRows::kTokenRows);
+    RaggedExchange combine =
+        ExchangeRows(s, y_recv, EmptyBuffer(nb, y_recv.type(), "MD", {t * k, y_recv.size('D')}),
+                     CombineParams(nb, s.saved["ep.traffic"], MeshIndex(s, MeshAxis::kEp)),
+                     ReceivedRows::kTokenRows);
     SaveExchange(s, kCombine, combine);
     Tensor r = Unpermute(nb, combine.result, LoadPermutation(s), t, k);
     s.saved["ep.r"] = r;
-    s.y_routed = AllGather(s, WeightedCombine(nb, r, s.router.weights, s.x.type()), 'D',
-                           {MeshAxis::kTp});
+    s.y_routed =
+        AllGather(s, WeightedCombine(nb, r, s.router.weights, s.x.type()), 'D', {MeshAxis::kTp});
   }
 
   void CombineBwd(StepState& s) const override {
@@ -185,8 +185,8 @@ class EpRaggedA2a final : public MoeBackend {
     auto [dr, dw] = WeightedCombineGrad(nb, r, s.router.weights, dy);
     s.d_weights = AllReduce(s, dw, {MeshAxis::kTp});
     Tensor d_back = UnpermuteGrad(nb, dr, LoadPermutation(s));
-    Tensor d_y_recv = ExchangeRowsTranspose(s, LoadExchange(s, kCombine), d_back,
-                                            ReceivedRows::kExpertRows);
+    Tensor d_y_recv =
+        ExchangeRowsTranspose(s, LoadExchange(s, kCombine), d_back, ReceivedRows::kExpertRows);
     Tensor d_out = nb.GatherRows(d_y_recv, s.saved["ep.local_sort"]);
     s.saved["ep.d_out"] = AllGather(s, d_out, 'D', {MeshAxis::kTp});
   }
@@ -197,8 +197,8 @@ class EpRaggedA2a final : public MoeBackend {
     const Tensor& d_out = s.saved["ep.d_out"];
     Tensor da = nb.GroupedDlhs(d_out, s.wo, gs);
     s.d_wo = nb.GroupedDrhs(s.saved["ep.a"], d_out, gs);
-    auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(),
-                                          s.saved["ep.h0"], s.saved["ep.h1"], da);
+    auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(), s.saved["ep.h0"],
+                                          s.saved["ep.h1"], da);
     const Tensor& rows = s.saved["ep.x_local"];
     s.d_wi_0 = nb.GroupedDrhs(rows, dh0, gs);
     s.d_wi_1 = nb.GroupedDrhs(rows, dh1, gs);
@@ -209,8 +209,8 @@ class EpRaggedA2a final : public MoeBackend {
   void DispatchBwd(StepState& s) const override {
     NamedBuilder& nb = s.nb;
     Tensor d_x_recv = nb.GatherRows(s.saved["ep.d_x_local"], s.saved["ep.local_inverse"]);
-    s.saved["ep.d_rows"] = ExchangeRowsTranspose(s, LoadExchange(s, kDispatch), d_x_recv,
-                                                 ReceivedRows::kTokenRows);
+    s.saved["ep.d_rows"] =
+        ExchangeRowsTranspose(s, LoadExchange(s, kDispatch), d_x_recv, ReceivedRows::kTokenRows);
   }
 
   void PermuteBwd(StepState& s) const override {
@@ -219,13 +219,12 @@ class EpRaggedA2a final : public MoeBackend {
     Tensor d_rows = s.saved["ep.d_rows"];
     if (s.router.input_scale.op != nullptr) {
       // rows = x[token]·scale: dscale = Σ_D d_rows·x[token], back in assignment order (TK).
-      Tensor d_scale = nb.Reduce(nb.Mul(nb.Convert(d_rows, PrimitiveType::kF32),
-                                        nb.Convert(p.rows, PrimitiveType::kF32)),
-                                 "D");
+      Tensor d_scale = nb.Reduce(
+          nb.Mul(nb.Convert(d_rows, PrimitiveType::kF32), nb.Convert(p.rows, PrimitiveType::kF32)),
+          "D");
       Tensor in_order = nb.GatherRows(d_scale, p.inverse);
       s.d_input_scale = AllReduce(
-          s, nb.Reshape(in_order, "TK", {s.x.size('T'), s.router.ids.size('K')}),
-          {MeshAxis::kTp});
+          s, nb.Reshape(in_order, "TK", {s.x.size('T'), s.router.ids.size('K')}), {MeshAxis::kTp});
       d_rows = nb.Mul(d_rows, s.saved["ep.scale"]);
     }
     s.dx_routed = AllReduce(s, PermuteGrad(nb, d_rows, p, s.x.size('T')), {MeshAxis::kTp});

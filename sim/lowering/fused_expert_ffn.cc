@@ -3,9 +3,10 @@
 // FFN of every group: out[rows of e] = act(x_rows·wi_0[e], x_rows·wi_1[e])·wo[e]. The kernel
 // tiles over F or over D (spec.knobs.fused_tiling / fused_tile); both tilings compute the same
 // math and differ only in VMEM need, which sim/fit models as fused_ffn_f_tiled (tm, D, tf) and
-// fused_ffn_d_tiled (tm, td, F). The references name no such kernel (backends.md 1e lists the
-// fused-MoE family only for inference: MaxText `fused_moe_matmul` -> tpu_inference
-// `fused_moe_func`); the tiling and its VMEM model are perfsim's (sim/fit/fused_ffn_footprint.cc).
+// fused_ffn_d_tiled (tm, td, F). The references source no training kernel of this kind (the
+// one fused path MaxText has, `fused_moe_matmul` -> tpu_inference `fused_moe_func`, is
+// inference only: backends.md 1a, dispatch order item 1); the tilings and their VMEM model are
+// perfsim's (sim/fit/fused_ffn_footprint.cc).
 // Data parallel only.
 //
 // Tiling, backend_config {"tiling":[tm,td,tf],"tiled_dim":"F"|"D","activation":...}:
@@ -103,11 +104,11 @@ class FusedExpertFfn final : public SortedKernelBackend {
   void Experts(StepState& s) const override {
     NamedBuilder& nb = s.nb;
     const KernelRows rows = KernelRowsOf(s.spec);
-    const Tensor& x_rows = s.saved[kRows];
+    const Tensor x_rows = s.saved[kRows];
     const GmmTiling t =
         ClampTiling(FusedTiling(s.spec), rows.padded_rows, s.x.size('D'), s.wi_0.size('F'));
     Tensor out = nb.CustomCall(
-        {PadRows(nb, x_rows, rows.padded_rows), s.wi_0, s.wi_1, s.wo, s.saved[kGroupSizes]},
+        {PadRows(s, x_rows, rows.padded_rows), s.wi_0, s.wi_1, s.wo, s.saved[kGroupSizes]},
         x_rows.type(), "MD", {rows.padded_rows, x_rows.size('D')}, kFusedFfnTarget,
         FusedBackendConfig(t, s.spec.knobs.fused_tiling, s.spec.model.proto().activation()));
     // Rows [m, m_p) belong to no group: unwritten (poisoned) by the kernel, dropped here.
@@ -117,11 +118,11 @@ class FusedExpertFfn final : public SortedKernelBackend {
   void ExpertsBwd(StepState& s) const override {
     NamedBuilder& nb = s.nb;
     const KernelRows rows = KernelRowsOf(s.spec);
-    const Tensor& gs = s.saved[kGroupSizes];
-    const Tensor& x_rows = s.saved[kRows];
+    const Tensor gs = s.saved[kGroupSizes];
+    const Tensor x_rows = s.saved[kRows];
     const GmmTiling& fwd = s.spec.knobs.wi.fwd;
-    Tensor h0 = GmmCall(nb, x_rows, s.wi_0, gs, fwd, /*transpose_rhs=*/false, rows);
-    Tensor h1 = GmmCall(nb, x_rows, s.wi_1, gs, fwd, /*transpose_rhs=*/false, rows);
+    Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, fwd, /*transpose_rhs=*/false, rows);
+    Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, fwd, /*transpose_rhs=*/false, rows);
     Tensor a = GatedActivation(nb, s.spec.model.proto().activation(), h0, h1);
     ExpertsBwdWithKernels(s, h0, h1, a);
   }

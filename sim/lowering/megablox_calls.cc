@@ -76,12 +76,18 @@ std::string TgmmBackendConfig(const GmmTiling& t) {
   return absl::StrCat(R"({"tiling":[)", t.tm, ",", t.tk, ",", t.tn, R"(],"group_offset":0})");
 }
 
-Tensor PadRows(NamedBuilder& nb, const Tensor& t, int64_t padded_rows) {
+Tensor PadRows(StepState& s, const Tensor& t, int64_t padded_rows) {
   const int64_t m = t.shape().dimensions(0);
   if (m == padded_rows) return t;
+  const std::string key = absl::StrCat("kernel.padded.", t.op->name());
+  if (auto it = s.saved.find(key); it != s.saved.end()) return it->second;
+  NamedBuilder& nb = s.nb;
   std::vector<PaddingDimension> padding(t.rank());
   padding[0].high = padded_rows - m;
-  return nb.Name(nb.raw().Pad(t.op, nb.Scalar(t.type(), 0).op, std::move(padding)), t.dims);
+  Tensor padded =
+      nb.Name(nb.raw().Pad(t.op, nb.Scalar(t.type(), 0).op, std::move(padding)), t.dims);
+  s.saved[key] = padded;
+  return padded;
 }
 
 Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count) {
@@ -91,27 +97,34 @@ Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count) {
   return nb.Slice(t, std::vector<int64_t>(limits.size(), 0), limits);
 }
 
-Tensor GmmCall(NamedBuilder& nb, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
+Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
                const GmmTiling& tiling, bool transpose_rhs, const KernelRows& rows) {
   const int64_t k = lhs.shape().dimensions(1);
   const int64_t n = rhs.shape().dimensions(transpose_rhs ? 1 : 2);
   const GmmTiling t = ClampTiling(tiling, rows.padded_rows, k, n);
-  Tensor out = nb.CustomCall({PadRows(nb, lhs, rows.padded_rows), rhs, group_sizes}, lhs.type(),
+  NamedBuilder& nb = s.nb;
+  Tensor out = nb.CustomCall({PadRows(s, lhs, rows.padded_rows), rhs, group_sizes}, lhs.type(),
                              std::string{lhs.dims[0], rhs.dims[transpose_rhs ? 1 : 2]},
                              {rows.padded_rows, n}, kGmmTarget, GmmBackendConfig(t, transpose_rhs));
   // Rows [m, m_p) belong to no group: unwritten (poisoned) by the kernel, dropped here.
   return FirstRows(nb, out, rows.rows);
 }
 
-Tensor TgmmCall(NamedBuilder& nb, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
+Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
                 const GmmTiling& tiling, const KernelRows& rows, int64_t num_groups,
                 PrimitiveType out) {
   const int64_t k = lhs.shape().dimensions(1);
   const int64_t n = dy.shape().dimensions(1);
   const GmmTiling t = ClampTiling(tiling, rows.padded_rows, k, n);
-  Tensor lhs_t = nb.Transpose(PadRows(nb, lhs, rows.padded_rows),
-                              std::string{lhs.dims[1], lhs.dims[0]});
-  return nb.CustomCall({lhs_t, PadRows(nb, dy, rows.padded_rows), group_sizes}, out,
+  NamedBuilder& nb = s.nb;
+  // The transposed lhs is shared too (d_wi_0 and d_wi_1 both take rowsᵀ).
+  const Tensor padded = PadRows(s, lhs, rows.padded_rows);
+  const std::string key = absl::StrCat("kernel.transposed.", padded.op->name());
+  if (s.saved.find(key) == s.saved.end()) {
+    s.saved[key] = nb.Transpose(padded, std::string{lhs.dims[1], lhs.dims[0]});
+  }
+  const Tensor lhs_t = s.saved[key];
+  return nb.CustomCall({lhs_t, PadRows(s, dy, rows.padded_rows), group_sizes}, out,
                        std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n},
                        kTgmmTarget, TgmmBackendConfig(t));
 }
@@ -168,24 +181,24 @@ void SortedKernelBackend::CombineBwd(StepState& s) const {
   s.saved[kDOut] = UnpermuteGrad(nb, dr, LoadPermutation(s));
 }
 
-void SortedKernelBackend::ExpertsBwdWithKernels(StepState& s, const Tensor& h0, const Tensor& h1,
-                                                const Tensor& a) {
+void SortedKernelBackend::ExpertsBwdWithKernels(StepState& s, Tensor h0, Tensor h1, Tensor a) {
   NamedBuilder& nb = s.nb;
   const BackendKnobs& knobs = s.spec.knobs;
   const KernelRows rows = KernelRowsOf(s.spec);
   const int64_t groups = s.wo.size('E');
-  const Tensor& gs = s.saved[kGroupSizes];
-  const Tensor& d_out = s.saved[kDOut];
-  const Tensor& x_rows = s.saved[kRows];
+  // Copies, not references: the kernel calls add padded operands to s.saved.
+  const Tensor gs = s.saved[kGroupSizes];
+  const Tensor d_out = s.saved[kDOut];
+  const Tensor x_rows = s.saved[kRows];
   // out = gmm(a, wo): da = gmm(d_out, wo, transpose_rhs) (megablox's dlhs), d_wo = tgmm(aᵀ, d_out).
-  Tensor da = GmmCall(nb, d_out, s.wo, gs, knobs.wo.dlhs, /*transpose_rhs=*/true, rows);
-  s.d_wo = TgmmCall(nb, a, d_out, gs, knobs.wo.drhs, rows, groups, s.wo.type());
+  Tensor da = GmmCall(s, d_out, s.wo, gs, knobs.wo.dlhs, /*transpose_rhs=*/true, rows);
+  s.d_wo = TgmmCall(s, a, d_out, gs, knobs.wo.drhs, rows, groups, s.wo.type());
   auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(), h0, h1, da);
-  s.d_wi_0 = TgmmCall(nb, x_rows, dh0, gs, knobs.wi.drhs, rows, groups, s.wi_0.type());
-  s.d_wi_1 = TgmmCall(nb, x_rows, dh1, gs, knobs.wi.drhs, rows, groups, s.wi_1.type());
+  s.d_wi_0 = TgmmCall(s, x_rows, dh0, gs, knobs.wi.drhs, rows, groups, s.wi_0.type());
+  s.d_wi_1 = TgmmCall(s, x_rows, dh1, gs, knobs.wi.drhs, rows, groups, s.wi_1.type());
   s.saved[kDRows] =
-      nb.Add(GmmCall(nb, dh0, s.wi_0, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, rows),
-             GmmCall(nb, dh1, s.wi_1, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, rows));
+      nb.Add(GmmCall(s, dh0, s.wi_0, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, rows),
+             GmmCall(s, dh1, s.wi_1, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, rows));
 }
 
 void SortedKernelBackend::PermuteBwd(StepState& s) const {

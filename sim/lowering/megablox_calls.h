@@ -5,7 +5,7 @@
 //
 //   KernelRows rows = KernelRowsOf(spec);               // nano, 1 device, wi.fwd.tm 24:
 //                                                       // m = 128, tm = 24, m_p = 144
-//   Tensor h0 = GmmCall(nb, x_rows, wi_0, gs, spec.knobs.wi.fwd, /*transpose_rhs=*/false,
+//   Tensor h0 = GmmCall(s, x_rows, wi_0, gs, spec.knobs.wi.fwd, /*transpose_rhs=*/false,
 //                       rows);                          // MF, m rows; config tiling clamped
 //
 // Tiling rule (documented once here, used by both backends). m = T_l·K sorted rows.
@@ -70,19 +70,20 @@ std::string GmmBackendConfig(const GmmTiling& tiling, bool transpose_rhs);
 std::string TgmmBackendConfig(const GmmTiling& tiling);
 
 // t (m rows) with zero rows appended up to `padded_rows` (jax.lax.pad); t itself when it has
-// that many.
-Tensor PadRows(NamedBuilder& nb, const Tensor& t, int64_t padded_rows);
+// that many. One pad per tensor (kept in s.saved): the calls that share an operand share its
+// padded copy, as XLA's CSE leaves MaxText's per-call pads.
+Tensor PadRows(StepState& s, const Tensor& t, int64_t padded_rows);
 // The first `count` rows; t itself when it has that many.
 Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count);
 
 // perfsim.gmm: lhs MK (m rows) × rhs EKN (ENK with transpose_rhs) -> MN in lhs's type,
 // through the padded rows; `tiling` is the spec's, clamped here (CheckKernelTilings checked it).
-Tensor GmmCall(NamedBuilder& nb, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
+Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
                const GmmTiling& tiling, bool transpose_rhs, const KernelRows& rows);
 
 // perfsim.tgmm: dw[e] = lhs[rows of e]ᵀ · dy[rows of e] for lhs MK, dy MN -> EKN of type
 // `out` (the weight's), with the lhs passed transposed [K, m_p] as megablox takes it.
-Tensor TgmmCall(NamedBuilder& nb, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
+Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
                 const GmmTiling& tiling, const KernelRows& rows, int64_t num_groups,
                 PrimitiveType out);
 
@@ -119,9 +120,9 @@ class SortedKernelBackend : public MoeBackend {
   static std::vector<KernelUse> BackwardKernelUses(const StepSpec& spec);
 
   // The expert backward on gmm (dlhs) and tgmm (drhs) from the forward's h0, h1 and
-  // a = act(h0, h1) (MF, m rows): writes d_wo, d_wi_0, d_wi_1 and kDRows.
-  static void ExpertsBwdWithKernels(StepState& s, const Tensor& h0, const Tensor& h1,
-                                    const Tensor& a);
+  // a = act(h0, h1) (MF, m rows): writes d_wo, d_wi_0, d_wi_1 and kDRows. Tensors are taken
+  // by value: the kernel calls add to s.saved, whose flat_hash_map moves its values.
+  static void ExpertsBwdWithKernels(StepState& s, Tensor h0, Tensor h1, Tensor a);
 };
 
 }  // namespace perfsim

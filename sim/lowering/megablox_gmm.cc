@@ -43,15 +43,15 @@ class MegabloxGmm final : public SortedKernelBackend {
     NamedBuilder& nb = s.nb;
     const BackendKnobs& knobs = s.spec.knobs;
     const KernelRows rows = KernelRowsOf(s.spec);
-    const Tensor& gs = s.saved[kGroupSizes];
-    const Tensor& x_rows = s.saved[kRows];
-    Tensor h0 = GmmCall(nb, x_rows, s.wi_0, gs, knobs.wi.fwd, /*transpose_rhs=*/false, rows);
-    Tensor h1 = GmmCall(nb, x_rows, s.wi_1, gs, knobs.wi.fwd, /*transpose_rhs=*/false, rows);
+    const Tensor gs = s.saved[kGroupSizes];
+    const Tensor x_rows = s.saved[kRows];
+    Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, knobs.wi.fwd, /*transpose_rhs=*/false, rows);
+    Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, knobs.wi.fwd, /*transpose_rhs=*/false, rows);
     Tensor a = GatedActivation(nb, s.spec.model.proto().activation(), h0, h1);
     s.saved["megablox.h0"] = h0;
     s.saved["megablox.h1"] = h1;
     s.saved["megablox.a"] = a;
-    s.saved[kOut] = GmmCall(nb, a, s.wo, gs, knobs.wo.fwd, /*transpose_rhs=*/false, rows);
+    s.saved[kOut] = GmmCall(s, a, s.wo, gs, knobs.wo.fwd, /*transpose_rhs=*/false, rows);
   }
 
   void ExpertsBwd(StepState& s) const override {

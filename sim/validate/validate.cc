@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sim/fit/module_fit.h"
 #include "sim/interp/interpreter.h"
 #include "sim/lowering/checks.h"
 #include "sim/util/status.h"
@@ -338,6 +339,11 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
   if (absl::Status checks = CheckLoweredStep(step); !checks.ok()) {
     return fail(absl::StrCat("static check: ", checks.message()));
   }
+  if (c.chip != nullptr) {
+    if (absl::Status fit = CheckModuleFits(*step.module, *c.chip, std::nullopt); !fit.ok()) {
+      return fail(absl::StrCat("fit on ", c.chip->name(), ": ", fit.message()));
+    }
+  }
   std::vector<Literal> global = MakeGlobalInputs(step, c.routing, c.seed);
   const std::string key = absl::StrCat(ModelKey(spec), "|", RoutingCaseName(c.routing), "|",
                                        c.seed);
@@ -438,7 +444,7 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options) {
         for (RouterFamily router : routers) {
           for (RoutingCase routing : routings) {
             ValidationCase c{.spec = options.base, .router = router, .routing = routing,
-                             .seed = options.seed};
+                             .seed = options.seed, .chip = options.chip};
             c.spec.backend = name;
             c.spec.phase = phase;
             if (backend.ok()) {

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "sim/hw/chip.h"
 #include "sim/ir/literal.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/step_spec.h"
@@ -77,6 +78,9 @@ struct ValidationCase {
   RouterFamily router = RouterFamily::kModel;
   RoutingCase routing = RoutingCase::kRandom;
   uint64_t seed = 1;
+  // When set, every kernel custom-call is fit-checked against this chip's VMEM first
+  // (sim/fit/module_fit.h); a misfit fails the case with the numbers.
+  const Chip* chip = nullptr;
 };
 
 // Tolerance on the ∞-norm relative error: 1e-5 for f32 models; for bf16 activations 2^-8·16
@@ -129,6 +133,7 @@ struct SuiteOptions {
   // device count.
   std::optional<Parallelism> parallelism;
   uint64_t seed = 1;
+  const Chip* chip = nullptr;  // fit-check kernels against it (ValidationCase::chip)
 };
 
 std::vector<ValidationResult> RunSuite(const SuiteOptions& options);

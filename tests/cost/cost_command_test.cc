@@ -20,18 +20,18 @@ using ::testing::HasSubstr;
 const std::string kJaxDir = std::string(PERFSIM_TESTDATA_DIR) + "/hlo/jax/";
 const std::string kCorpusDir = std::string(PERFSIM_SHARED_DIR) + "/reference/xla_hlo_corpus/";
 
-struct Run {
+struct CliRun {
   int code = 0;
   std::string out;
   std::string err;
 };
 
-Run Cost(const std::vector<std::string>& args) {
+CliRun Cost(const std::vector<std::string>& args) {
   std::vector<std::string> full = {"cost"};
   full.insert(full.end(), args.begin(), args.end());
   std::istringstream in;
   std::ostringstream out, err;
-  Run run;
+  CliRun run;
   run.code = RunPerfsim(full, in, out, err);
   run.out = out.str();
   run.err = err.str();
@@ -57,7 +57,7 @@ TEST(CostCommand, XlaCompatibleJsonTotalsAreXlasOwn) {
                                            .fields()
                                            .at("compiled_hlo_text")
                                            .struct_value();
-  const Run run = Cost({kJaxDir + "moe_ragged_dot_grad.compiled.hlo", "--hw", "tpu_v5p",
+  const CliRun run = Cost({kJaxDir + "moe_ragged_dot_grad.compiled.hlo", "--hw", "tpu_v5p",
                         "--xla-compatible", "--format=json"});
   ASSERT_EQ(run.code, 0) << run.err;
   const google::protobuf::Struct json = ParseJson(run.out);
@@ -81,7 +81,7 @@ TEST(CostCommand, XlaCompatibleJsonTotalsAreXlasOwn) {
 }
 
 TEST(CostCommand, TableListsEveryEntryInstructionAndATotal) {
-  const Run run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "gpu_h100"});
+  const CliRun run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "gpu_h100"});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("module jit_dot_general on gpu_h100 (true counts)"));
   EXPECT_THAT(run.out, HasSubstr("\ntotal "));
@@ -89,7 +89,7 @@ TEST(CostCommand, TableListsEveryEntryInstructionAndATotal) {
 }
 
 TEST(CostCommand, CollectiveModuleIsTimedOnTheSliceItNames) {
-  const Run run = Cost({kJaxDir + "collective_all_gather.compiled.hlo", "--hw", "tpu_v5p",
+  const CliRun run = Cost({kJaxDir + "collective_all_gather.compiled.hlo", "--hw", "tpu_v5p",
                         "--format=json"});
   ASSERT_EQ(run.code, 0) << run.err;
   const google::protobuf::Struct json = ParseJson(run.out);
@@ -107,7 +107,7 @@ TEST(CostCommand, CollectiveModuleIsTimedOnTheSliceItNames) {
 }
 
 TEST(CostCommand, BadInputIsAClearErrorWithExitTwo) {
-  Run run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "tpu_v99"});
+  CliRun run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "tpu_v99"});
   EXPECT_EQ(run.code, 2);
   EXPECT_THAT(run.err, HasSubstr("tpu_v99"));
   run = Cost({kJaxDir + "dot_general.lowered.hlo"});
@@ -126,6 +126,30 @@ TEST(CostCommand, BadInputIsAClearErrorWithExitTwo) {
   EXPECT_THAT(run.err, HasSubstr("expected a multiple of the 2 devices per chip of tpu_v7x; got 3"));
 }
 
+TEST(CostCommand, EveryCommittedJaxModuleCostsInBothModes) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kJaxDir)) {
+    if (entry.path().extension() != ".hlo") continue;
+    ++files;
+    for (const char* hw : {"tpu_v7x", "gpu_h100"}) {
+      for (bool xla : {false, true}) {
+        std::vector<std::string> args = {entry.path().string(), "--hw", hw, "--format=json"};
+        if (xla) args.push_back("--xla-compatible");
+        const CliRun run = Cost(args);
+        ASSERT_EQ(run.code, 0) << entry.path() << " " << hw << ": " << run.err;
+        const google::protobuf::Struct json = ParseJson(run.out);
+        const auto& totals = json.fields().at("totals").struct_value().fields();
+        EXPECT_EQ(totals.at("untimed_instructions").number_value(), 0) << entry.path();
+        EXPECT_GE(totals.at("seconds").number_value(), 0) << entry.path();
+        if (!xla) {
+          EXPECT_GE(totals.at("flops").number_value(), 0) << entry.path();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(files, 72);
+}
+
 TEST(CostCommand, EveryCorpusModuleCostsInBothModes) {
   int modules = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kCorpusDir)) {
@@ -135,7 +159,7 @@ TEST(CostCommand, EveryCorpusModuleCostsInBothModes) {
       for (bool xla : {false, true}) {
         std::vector<std::string> args = {entry.path().string(), "--hw", hw, "--format=json"};
         if (xla) args.push_back("--xla-compatible");
-        const Run run = Cost(args);
+        const CliRun run = Cost(args);
         ASSERT_EQ(run.code, 0) << entry.path() << " " << hw << ": " << run.err;
         const google::protobuf::Struct json = ParseJson(run.out);
         const double seconds =

@@ -173,5 +173,42 @@ ENTRY e {
   EXPECT_EQ(CountInstruction(gmm, {.mode = CostMode::kXlaCompatible}).flops, -1);
 }
 
+TEST(GroupedMatmul, FusedFfnKeepsTheHiddenActivationsOnChip) {
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseHloModule(R"(HloModule m
+ENTRY e {
+  x = bf16[256,64]{1,0} parameter(0)
+  w0 = bf16[2,64,96]{2,1,0} parameter(1)
+  w1 = bf16[2,64,96]{2,1,0} parameter(2)
+  wo = bf16[2,96,64]{2,1,0} parameter(3)
+  g = s32[2]{0} constant({100, 120})
+  ROOT o = f32[256,64]{1,0} custom-call(x, w0, w1, wo, g), custom_call_target="perfsim.fused_ffn", backend_config={"tiling":[128,64,32],"tiled_dim":"F","activation":"silu"}
+})",
+                                                                   "ffn.hlo");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const Instruction& ffn = *(*module)->entry()->root();
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulSpec spec, GroupedMatmulSpecFromInstruction(ffn));
+  EXPECT_EQ(spec.kind, GroupedMatmulKind::kFusedFfn);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulWork w, CountGroupedMatmul(spec));
+  // Rows [0,100) -> tile 0, [100,220) -> tiles 0, 1: 3 steps, 2 distinct tiles, 220 rows.
+  EXPECT_EQ(w.visited_m_tiles, 3);
+  EXPECT_EQ(w.rows, 220);
+  // 3 matmuls of 2*220*64*96 plus 2*220*96 gate products; 220*96 transcendentals.
+  EXPECT_EQ(w.flops, 3.0 * 2 * 220 * 64 * 96 + 2.0 * 220 * 96);
+  EXPECT_EQ(w.transcendentals, 220.0 * 96);
+  // 3 steps x 3 F-tiles x 3 matmuls of 2*128*64*32.
+  EXPECT_EQ(w.executed_flops, 27.0 * 2 * 128 * 64 * 32);
+  // x per step (3*128*64*2 B); 3 F-tiles, so all three weights re-streamed per step
+  // (3*3*64*96*2 B); out per distinct tile (2*128*64*4 B).
+  EXPECT_EQ(w.lhs_bytes, 49152.0);
+  EXPECT_EQ(w.rhs_bytes, 110592.0);
+  EXPECT_EQ(w.out_bytes, 65536.0);
+  const OpCounts c = CountInstruction(ffn, {.mode = CostMode::kTrue});
+  EXPECT_EQ(c.flops, w.flops);
+  EXPECT_EQ(c.transcendentals, w.transcendentals);
+  // Each weight operand a third of the weight traffic; 8 B of group sizes.
+  EXPECT_THAT(c.operand_bytes, ::testing::ElementsAre(49152, 36864, 36864, 36864, 8));
+  EXPECT_EQ(c.bytes_accessed, 49152.0 + 110592.0 + 65536.0 + 8);
+}
+
 }  // namespace
 }  // namespace perfsim

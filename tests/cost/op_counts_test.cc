@@ -269,6 +269,21 @@ ENTRY e {
   EXPECT_EQ(c.bytes_accessed, 96 + 4 + 16);
 }
 
+TEST(CountReduceWindow, XlaSpecialCasesReduceThenBroadcast) {
+  // f32[8], window 15 = 2N-1 with padding N-1 = 7 on both sides: every output is the sum of
+  // all 8 inputs. XLA counts E(out)/N + (N-1) = 1 + 7 = 8 applications
+  // (xla_cost_model.md 1.2); the true count is (window-1) * E(out) = 14 * 8 = 112.
+  auto m = Parse(R"(HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+ENTRY e {
+  x = f32[8]{0} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[8]{0} reduce-window(x, z), window={size=15 pad=7_7}, to_apply=add
+})");
+  EXPECT_EQ(CountInstruction(Root(*m), kXla).flops, 8);
+  EXPECT_EQ(CountInstruction(Root(*m), kTrue).flops, 112);
+}
+
 TEST(CountComputation, XlaTotalsRoundLikeFloat32) {
   // The dot does 2*64*2048*64 = 2^24 flops, the negate 1. XLA sums in float32, where
   // 2^24 + 1 rounds back to 2^24; the true total is exact.

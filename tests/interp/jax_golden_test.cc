@@ -15,8 +15,8 @@
 //     chain of bf16 ops in f32 and round once, while the interpreter rounds after every op; a
 //     chain of up to three ops can therefore move a result by up to 3 half-ulps = 1.5 ulps.
 //   integers and pred: exact.
-// Observed when this was written: f32 at most 2.6e-7 (moe_dense_einsum_grad); every bf16, f16
-// and f8 output bit-exact.
+// Observed (every module through `perfsim run`, compared in NumPy): f32 at most 3.9e-7
+// (moe_ep_ragged_a2a_fwd and _grad); every bf16, f16 and f8 output bit-exact.
 // A failure names the module, the output, the device, the worst index and both values.
 //
 // For modules XLA:CPU cannot execute (ragged-dot, ragged-all-to-all) the goldens come from an

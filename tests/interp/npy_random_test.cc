@@ -110,5 +110,32 @@ TEST(RandomInputs, SameSeedSameBitsAndStatedRanges) {
   PERFSIM_EXPECT_OK(RunModule(*module, a, options));
 }
 
+TEST(RandomInputs, FusedFfnGroupSizesSumToTheRows) {
+  // perfsim.fused_ffn takes its group sizes as operand 4 and splits x's 8 rows among them. With
+  // the plain integer draw (uniform in [0, 8) for each of 3 groups) the sizes would exceed the
+  // rows in most draws and the kernel would refuse them.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Module> module, ParseHloModule(R"(HloModule ffn
+
+ENTRY main {
+  x = f32[8,4] parameter(0)
+  wi_0 = f32[3,4,5] parameter(1)
+  wi_1 = f32[3,4,5] parameter(2)
+  wo = f32[3,5,4] parameter(3)
+  gs = s32[3] parameter(4)
+  ROOT y = f32[8,4] custom-call(x, wi_0, wi_1, wo, gs), custom_call_target="perfsim.fused_ffn", backend_config={"tiling":[8,4,5],"tiled_dim":"F","activation":"silu"}
+}
+)"));
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    PERFSIM_ASSERT_OK_AND_ASSIGN(auto inputs, MakeRandomInputs(*module, 1, seed));
+    double sum = 0;
+    for (double v : Values(inputs[0][4])) {
+      EXPECT_GE(v, 0);
+      sum += v;
+    }
+    EXPECT_EQ(sum, 8) << "seed " << seed;
+    PERFSIM_EXPECT_OK(RunModule(*module, inputs, InterpreterOptions()));
+  }
+}
+
 }  // namespace
 }  // namespace perfsim

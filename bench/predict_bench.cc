@@ -1,0 +1,74 @@
+// `perfsim predict` speed (issue 5 targets: the default scenario under 2 ms; the same on 8192
+// chips with EP=256 under 100 ms), and the `validate` suite's per-case cost.
+//
+// Reference measured in the same run: BM_LowerDefault, lowering and verifying the default
+// scenario's module alone (what any prediction must at least do), so the report can give
+// predict time as a ratio to it.
+#include <benchmark/benchmark.h>
+
+#include "sim/lowering/lowering.h"
+#include "sim/predict/predict.h"
+
+namespace perfsim {
+namespace {
+
+void BM_PredictDefault(benchmark::State& state) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  if (!o.ok()) {
+    state.SkipWithError(std::string(o.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<Prediction> p = Predict(*o);
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(p->step_seconds);
+  }
+}
+BENCHMARK(BM_PredictDefault)->Unit(benchmark::kMillisecond);
+
+// 8192 TPU v7x chips (16x16x32, 16384 devices), EP = 256, DP = 64, the default's 4096 tokens
+// per device.
+void BM_Predict8192Chips(benchmark::State& state) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  if (!o.ok()) {
+    state.SkipWithError(std::string(o.status().message()).c_str());
+    return;
+  }
+  o->mesh = "16x16x32";
+  o->spec.parallelism = Parallelism{.dp = 64, .ep = 256};
+  o->spec.batch = 16384;
+  for (auto _ : state) {
+    absl::StatusOr<Prediction> p = Predict(*o);
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(p->step_seconds);
+  }
+}
+BENCHMARK(BM_Predict8192Chips)->Unit(benchmark::kMillisecond);
+
+void BM_LowerDefault(benchmark::State& state) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  if (!o.ok()) {
+    state.SkipWithError(std::string(o.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<LoweredStep> step = LowerStep(o->spec);
+    if (!step.ok()) {
+      state.SkipWithError(std::string(step.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(step->module.get());
+  }
+}
+BENCHMARK(BM_LowerDefault)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace perfsim
+
+BENCHMARK_MAIN();

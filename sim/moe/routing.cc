@@ -1,0 +1,191 @@
+#include "sim/moe/routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace perfsim {
+
+std::vector<int64_t> RoutingMatrix::ExpertTotals() const {
+  std::vector<int64_t> totals(experts_, 0);
+  for (int64_t s = 0; s < sources_; ++s) {
+    for (int64_t e = 0; e < experts_; ++e) totals[e] += at(s, e);
+  }
+  return totals;
+}
+
+namespace {
+
+absl::Status ReadFile(const std::string& path, RoutingSpec* spec) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the routing file"));
+  std::string line;
+  int line_number = 0;
+  while (std::getline(file, line)) {
+    ++line_number;
+    absl::string_view text = line;
+    const size_t hash = text.find('#');
+    if (hash != absl::string_view::npos) text = text.substr(0, hash);
+    std::vector<double> row;
+    size_t column = 0;
+    for (absl::string_view token : absl::StrSplit(text, absl::ByAnyChar(" \t,"))) {
+      column = static_cast<size_t>(token.data() - line.data()) + 1;
+      if (token.empty()) continue;
+      double value = 0;
+      if (!absl::SimpleAtod(token, &value) || value < 0 || !std::isfinite(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ":", column,
+                                                       ": expected a non-negative number; got '",
+                                                       token, "'"));
+      }
+      row.push_back(value);
+    }
+    if (!row.empty()) spec->file_weights.push_back(std::move(row));
+  }
+  if (spec->file_weights.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ":1:1: expected tokens per expert; got an empty file"));
+  }
+  return absl::OkStatus();
+}
+
+// Integers summing to `total` proportional to `weights`, each at most `cap` (when feasible).
+std::vector<int64_t> Apportion(std::vector<double> weights, int64_t total, int64_t cap) {
+  const int64_t n = static_cast<int64_t>(weights.size());
+  std::vector<int64_t> counts(n, 0);
+  std::vector<bool> capped(n, false);
+  int64_t remaining = total;
+  // Fix experts that would exceed the cap, then spread the rest over the others.
+  for (int round = 0; round < n + 1 && remaining > 0; ++round) {
+    double sum = 0;
+    for (int64_t e = 0; e < n; ++e) {
+      if (!capped[e]) sum += weights[e];
+    }
+    if (sum <= 0) break;
+    bool changed = false;
+    for (int64_t e = 0; e < n; ++e) {
+      if (!capped[e] && weights[e] / sum * remaining > cap) {
+        capped[e] = true;
+        counts[e] = cap;
+        changed = true;
+      }
+    }
+    if (changed) {
+      remaining = total;
+      for (int64_t e = 0; e < n; ++e) {
+        if (capped[e]) remaining -= counts[e];
+      }
+      continue;
+    }
+    std::vector<std::pair<double, int64_t>> remainders;
+    int64_t given = 0;
+    for (int64_t e = 0; e < n; ++e) {
+      if (capped[e]) continue;
+      const double exact = weights[e] / sum * remaining;
+      counts[e] = static_cast<int64_t>(std::floor(exact));
+      given += counts[e];
+      remainders.push_back({-(exact - counts[e]), e});
+    }
+    std::sort(remainders.begin(), remainders.end());
+    for (size_t i = 0; given < remaining && i < remainders.size(); ++i, ++given) {
+      ++counts[remainders[i].second];
+    }
+    break;
+  }
+  return counts;
+}
+
+}  // namespace
+
+absl::StatusOr<RoutingSpec> ParseRoutingSpec(absl::string_view text) {
+  RoutingSpec spec;
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--routing: expected uniform, zipf:S (S >= 0), hot:P (0 <= P <= 1) or file:PATH; got '",
+        text, "'"));
+  };
+  if (text == "uniform") return spec;
+  if (absl::ConsumePrefix(&text, "file:")) {
+    spec.kind = RoutingSpec::Kind::kFile;
+    spec.path = std::string(text);
+    if (absl::Status s = ReadFile(spec.path, &spec); !s.ok()) return s;
+    return spec;
+  }
+  absl::string_view rest = text;
+  if (absl::ConsumePrefix(&rest, "zipf:")) {
+    spec.kind = RoutingSpec::Kind::kZipf;
+  } else if (absl::ConsumePrefix(&rest, "hot:")) {
+    spec.kind = RoutingSpec::Kind::kHot;
+  } else {
+    return bad();
+  }
+  if (!absl::SimpleAtod(rest, &spec.parameter) || spec.parameter < 0 ||
+      !std::isfinite(spec.parameter) ||
+      (spec.kind == RoutingSpec::Kind::kHot && spec.parameter > 1)) {
+    return bad();
+  }
+  return spec;
+}
+
+std::string RoutingSpecToString(const RoutingSpec& spec) {
+  switch (spec.kind) {
+    case RoutingSpec::Kind::kUniform: return "uniform";
+    case RoutingSpec::Kind::kZipf: return absl::StrCat("zipf:", spec.parameter);
+    case RoutingSpec::Kind::kHot: return absl::StrCat("hot:", spec.parameter);
+    case RoutingSpec::Kind::kFile: return absl::StrCat("file:", spec.path);
+  }
+  return "?";
+}
+
+absl::StatusOr<RoutingMatrix> BuildRoutingMatrix(const RoutingSpec& spec, int64_t sources,
+                                                 int64_t tokens_per_source, int64_t k,
+                                                 int64_t experts) {
+  if (k > experts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected K <= E for routing; got K = ", k, ", E = ", experts));
+  }
+  if (spec.kind == RoutingSpec::Kind::kFile) {
+    const int64_t rows = static_cast<int64_t>(spec.file_weights.size());
+    if (rows != 1 && rows != sources) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          spec.path, ": expected 1 line or one per token shard (", sources, "); got ", rows));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (static_cast<int64_t>(spec.file_weights[r].size()) != experts) {
+        return absl::InvalidArgumentError(absl::StrCat(spec.path, ":", r + 1,
+                                                       ":1: expected ", experts,
+                                                       " counts (one per expert); got ",
+                                                       spec.file_weights[r].size()));
+      }
+    }
+  }
+  RoutingMatrix m(sources, experts);
+  for (int64_t s = 0; s < sources; ++s) {
+    std::vector<double> w(experts, 1.0);
+    switch (spec.kind) {
+      case RoutingSpec::Kind::kUniform: break;
+      case RoutingSpec::Kind::kZipf:
+        for (int64_t e = 0; e < experts; ++e) w[e] = std::pow(e + 1.0, -spec.parameter);
+        break;
+      case RoutingSpec::Kind::kHot:
+        for (int64_t e = 0; e < experts; ++e) {
+          w[e] = e == 0 ? spec.parameter : (1 - spec.parameter) / std::max<int64_t>(1, experts - 1);
+        }
+        break;
+      case RoutingSpec::Kind::kFile:
+        w = spec.file_weights[spec.file_weights.size() == 1 ? 0 : s];
+        break;
+    }
+    std::vector<int64_t> counts = Apportion(w, tokens_per_source * k, tokens_per_source);
+    for (int64_t e = 0; e < experts; ++e) m.at(s, e) = counts[e];
+  }
+  return m;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,73 @@
+// Routing distributions for prediction: how many token-expert assignments each token shard
+// sends to each expert. One matrix drives everything ragged in a step: group sizes per device
+// (tile waste in grouped matmuls), all-to-all traffic, and the slowest device.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(RoutingSpec r, ParseRoutingSpec("zipf:1.2"));
+//   RoutingMatrix m = BuildRoutingMatrix(r, /*sources=*/256, /*tokens_per_source=*/4096,
+//                                        /*k=*/8, /*experts=*/256);
+//   m.at(src, e);   // assignments source shard src sends to expert e; Σ_e = 4096·8
+//
+// Distributions (expected counts, not samples, so predictions are deterministic):
+//   uniform    every expert gets T·K/E from every source
+//   zipf:S     p_e ∝ (e + 1)^−S: expert 0 is the hottest, and it lives on expert shard 0, so
+//              the skew concentrates on the first devices (the adversarial placement)
+//   hot:P      a fraction P of every source's assignments go to expert 0, the rest uniformly
+//   file:PATH  a text file: E numbers (tokens per expert, summed over sources: every source
+//              gets the same shape), or S lines of E numbers (per source shard); scaled to each
+//              source's T·K assignments
+// Counts are integers by largest-remainder rounding (ties to the lower expert id) and capped at
+// T per expert and source (a token picks K distinct experts); capped excess goes to the other
+// experts in proportion.
+#ifndef PERFSIM_SIM_MOE_ROUTING_H_
+#define PERFSIM_SIM_MOE_ROUTING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace perfsim {
+
+struct RoutingSpec {
+  enum class Kind { kUniform, kZipf, kHot, kFile };
+  Kind kind = Kind::kUniform;
+  double parameter = 0;   // S for zipf, P for hot
+  std::string path;       // file
+  // Per-source weights read from the file: one row (shared by all sources) or one per source.
+  std::vector<std::vector<double>> file_weights;
+};
+
+// "uniform", "zipf:1.2", "hot:0.3", "file:counts.txt". Reads the file. Errors:
+// "--routing: expected uniform, zipf:S, hot:P or file:PATH; got 'x'",
+// "counts.txt:2:5: expected a non-negative number; got 'abc'".
+absl::StatusOr<RoutingSpec> ParseRoutingSpec(absl::string_view text);
+std::string RoutingSpecToString(const RoutingSpec& spec);
+
+class RoutingMatrix {
+ public:
+  RoutingMatrix(int64_t sources, int64_t experts)
+      : sources_(sources), experts_(experts), counts_(sources * experts, 0) {}
+  int64_t sources() const { return sources_; }
+  int64_t experts() const { return experts_; }
+  int64_t at(int64_t source, int64_t expert) const { return counts_[source * experts_ + expert]; }
+  int64_t& at(int64_t source, int64_t expert) { return counts_[source * experts_ + expert]; }
+  // Σ over sources.
+  std::vector<int64_t> ExpertTotals() const;
+
+ private:
+  int64_t sources_;
+  int64_t experts_;
+  std::vector<int64_t> counts_;
+};
+
+// InvalidArgument when a file's row count is neither 1 nor `sources` or its width is not
+// `experts`, or when K > E.
+absl::StatusOr<RoutingMatrix> BuildRoutingMatrix(const RoutingSpec& spec, int64_t sources,
+                                                 int64_t tokens_per_source, int64_t k,
+                                                 int64_t experts);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_MOE_ROUTING_H_

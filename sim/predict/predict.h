@@ -1,0 +1,115 @@
+// `perfsim predict`: the MoE step's time on a described cluster, with a breakdown.
+//
+//   PredictOptions o = DefaultPredictOptions();       // DeepSeek-V3, fwd_bwd, v7x 4x8x8
+//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, Predict(o));
+//   p.step_seconds; p.mfu; p.phases; p.ops (the slowest device's timeline)
+//
+// Pipeline: StepSpec -> lowering (the backend's per-device module) -> per-instruction cost on
+// the chip (sim/cost; collectives on the slice's topology, sim/comm) with the ragged parts
+// taken from the routing matrix (sim/moe/routing.h) -> schedule on every device
+// (sim/schedule) -> the slowest device's timeline, per-phase subtotals, MFU, HBM use.
+//
+// Routing enters in two places, per device:
+//   - grouped matmuls (ragged-dot, perfsim.gmm/tgmm): their group sizes are the device's rows
+//     per expert: the token shard's own assignments when the op has E groups (data-parallel
+//     backends), or the assignments every token shard of its expert-parallel group sends to
+//     its E/EP local experts when the op has E/EP groups; cost by the grouped-matmul model
+//     (tile waste, visited tiles) with the op's tiling (128,128,128 for ragged-dot, whose
+//     XLA tiling the text does not carry).
+//   - ragged-all-to-all: the bytes each device of an EP group sends each other, from the same
+//     matrix (dispatch: rows for the receiver's experts; combine: the transpose), routed over
+//     the topology (most loaded link).
+// Model FLOPs (for MFU) are the useful ones: tokens·(routed + shared + router FLOPs per token)
+// (×3 for fwd_bwd), divided over the devices; peak is the chip's bf16 (or f32) matrix peak per
+// device.
+// HBM per device: parameters and gradients of the step's module (its entry parameters and
+// gradient outputs), optimizer state if asked (Adam: two f32 moments per parameter), and the
+// peak of the other live buffers (activations, residuals kept for the backward, communication
+// buffers) over the schedule's instruction order.
+#ifndef PERFSIM_SIM_PREDICT_PREDICT_H_
+#define PERFSIM_SIM_PREDICT_PREDICT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/cost/cost_types.h"
+#include "sim/moe/routing.h"
+#include "sim/moe/step_spec.h"
+#include "sim/schedule/schedule.h"
+
+namespace perfsim {
+
+struct PredictOptions {
+  StepSpec spec;
+  std::string hw = "tpu_v7x";
+  std::string mesh;        // physical slice, e.g. "4x8x8"; empty: the chip's default slice
+  RoutingSpec routing;
+  bool adam = false;       // count Adam's optimizer state in HBM
+};
+
+// The embedded default scenario: DeepSeek-V3 MoE layer, fwd_bwd, TPU v7x 4x8x8 (512 devices),
+// ep_ragged_a2a with ep=256, dp=2, batch 512 × seq 4096 (4096 tokens per device), uniform
+// routing.
+absl::StatusOr<PredictOptions> DefaultPredictOptions();
+
+struct OpRow {
+  std::string name;
+  std::string opcode;
+  std::string stage;    // "router", "dispatch", ... (the lowering's op_name scope)
+  std::string phase;    // router, permute, dispatch, experts, combine, shared, backward
+  std::string stream;   // "compute" or "comm"
+  double start = 0;
+  double seconds = 0;
+  Bound bound = Bound::kNone;
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct PhaseTotal {
+  std::string phase;
+  double seconds = 0;   // busy time of the phase's ops on the slowest device (both streams)
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct MemoryUse {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;  // peak of the other live buffers
+  double total = 0;
+  double capacity = 0;     // HBM per device
+  bool fits = true;
+};
+
+struct Prediction {
+  PredictOptions options;
+  std::string chip;
+  std::string mesh;
+  int64_t num_devices = 0;
+  int64_t slowest_device = 0;
+  std::vector<OpRow> ops;        // the slowest device, by start time
+  std::vector<PhaseTotal> phases;
+  double step_seconds = 0;
+  double compute_busy = 0;
+  double communication_busy = 0;
+  double exposed_communication = 0;
+  double model_flops_per_device = 0;
+  double peak_flops_per_device = 0;
+  double mfu = 0;
+  MemoryUse memory;
+  std::vector<std::string> unknown_rates;  // chip rates the costs needed but the chip lacks
+  // For the trace: the schedule of every device and the op names in schedule index order.
+  Schedule schedule;
+  std::vector<OpRow> op_info;    // per schedule op (start/seconds unset)
+};
+
+// InvalidArgument (exit 2) for unknown chips, meshes that do not match the parallelism's device
+// count, specs the backend refuses, ...
+absl::StatusOr<Prediction> Predict(const PredictOptions& options);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_PREDICT_PREDICT_H_

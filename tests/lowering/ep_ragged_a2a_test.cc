@@ -1,0 +1,414 @@
+// ep_ragged_a2a: the validate suite (data, expert and tensor parallel), the receive buffers by
+// formula, the static receive-buffer check with an undersized buffer (known_bugs.md #10) and an
+// adversarial routing run on the interpreter, a combine backward fed the pre-all-to-all tensor
+// (known_bugs.md #17), and JAX's own expert-parallel program (the committed goldens
+// moe_ep_ragged_a2a_fwd / _grad) on its inputs.
+//
+// Model nano (D = 40, F = 56, E = 12, K = 2, shared expert), batch 4 × seq 16 = 64 tokens.
+// Tolerance: validate's 1e-5 ∞-norm relative error for f32 (sim/validate/validate.h).
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/interp/interpreter.h"
+#include "sim/interp/npy.h"
+#include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/checks.h"
+#include "sim/lowering/lowering.h"
+#include "sim/moe/model_registry.h"
+#include "sim/util/status_matchers.h"
+#include "sim/validate/validate.h"
+
+namespace perfsim {
+namespace {
+
+using ::perfsim::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr char kBackend[] = "ep_ragged_a2a";
+
+StepSpec NanoSpec(Phase phase, Parallelism p = {}) {
+  absl::StatusOr<ModelConfig> model = ResolveModel("nano");
+  EXPECT_TRUE(model.ok()) << model.status();
+  StepSpec spec = StepSpec::Defaults(*model);
+  spec.batch = 4;
+  spec.seq = 16;
+  spec.phase = phase;
+  spec.backend = kBackend;
+  spec.parallelism = p;
+  return spec;
+}
+
+// Every case ran and passed at f32's 1e-5; returns how many.
+int ExpectAllPass(const std::vector<ValidationResult>& results) {
+  int passed = 0;
+  for (const ValidationResult& r : results) {
+    EXPECT_TRUE(r.pass && !r.skipped)
+        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
+    EXPECT_EQ(r.tolerance, 1e-5);
+    passed += r.pass ? 1 : 0;
+  }
+  return passed;
+}
+
+TEST(EpRaggedA2aTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
+  const MoeBackend* backend = *FindBackend(kBackend);
+  const StepSpec spec = NanoSpec(Phase::kForward);
+  // E = 12: 1 -> ep 1; 2 -> ep 2; 4 -> ep 4; 8 -> ep 4 (8 does not divide 12), dp 2.
+  const int64_t want_ep[] = {1, 2, 4, 4}, want_dp[] = {1, 1, 1, 2};
+  const int64_t devices[] = {1, 2, 4, 8};
+  for (int i = 0; i < 4; ++i) {
+    const Parallelism p = backend->DefaultParallelism(devices[i], spec);
+    EXPECT_EQ(p.ep, want_ep[i]) << devices[i];
+    EXPECT_EQ(p.dp, want_dp[i]) << devices[i];
+    EXPECT_EQ(p.tp, 1) << devices[i];
+  }
+}
+
+TEST(EpRaggedA2aTest, ValidateSuitePassesEveryCase) {
+  // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with dp 2).
+  SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};
+  EXPECT_EQ(ExpectAllPass(RunSuite(options)), 160);
+}
+
+TEST(EpRaggedA2aTest, ValidateSuitePassesWithTensorParallelism) {
+  // F split over tp: the wo partial sums are reduce-scattered over D, the combine moves D/TP
+  // columns, y is all-gathered back; dx, d_weights and Llama 4's d_scale are summed over tp.
+  for (Parallelism p : {Parallelism{.ep = 2, .tp = 2}, Parallelism{.dp = 2, .ep = 2, .tp = 2},
+                        Parallelism{.tp = 4}}) {
+    SCOPED_TRACE(ParallelismToString(p));
+    SuiteOptions options{
+        .base = NanoSpec(Phase::kForward), .backends = {kBackend}, .parallelism = p};
+    EXPECT_EQ(ExpectAllPass(RunSuite(options)), 40);
+  }
+}
+
+std::vector<const Instruction*> Find(const Module& module, Opcode opcode, absl::string_view stage) {
+  std::vector<const Instruction*> found;
+  const std::string scope = absl::StrCat("op_name=\"moe/", stage, "\"");
+  for (const auto& instruction : module.entry()->instructions()) {
+    if (instruction->opcode() == opcode &&
+        instruction->attributes().metadata.find(scope) != std::string::npos) {
+      found.push_back(instruction.get());
+    }
+  }
+  return found;
+}
+
+// The receive buffer (output operand) of each ragged-all-to-all of `stage`, and what it declares.
+struct Buffer {
+  std::vector<int64_t> dims;
+  std::string target;
+  std::string declared;
+};
+
+std::vector<Buffer> ReceiveBuffers(const Module& module, absl::string_view stage) {
+  std::vector<Buffer> buffers;
+  for (const Instruction* a2a : Find(module, Opcode::kRaggedAllToAll, stage)) {
+    const Instruction* out = a2a->operand(1);
+    buffers.push_back({out->shape().dimensions(),
+                       out->opcode() == Opcode::kCustomCall
+                           ? out->attributes().custom_call_target
+                           : std::string(OpcodeSpelling(out->opcode())),
+                       a2a->attributes().frontend_attributes});
+  }
+  return buffers;
+}
+
+TEST(EpRaggedA2aTest, ReceiveBuffersHaveMaxTextsSizeUninitialised) {
+  // nano at ep = 4: T_l = 64/4 = 16, K = 2, EP = 4, E/K = 6. Dispatch receive buffer
+  // R = T_l·K·min(EP, E/K) = 16·2·min(4, 6) = 128 rows of D = 40: every one of the 4·16 tokens
+  // of the group can send both picks to one shard (E_l = 3 ≥ K), 4·16·2 = 128, so R is the
+  // worst case exactly. The combine receives this device's own T_l·K = 32 rows back. Both are
+  // jax.lax.empty (AllocateBuffer, poisoned in the interpreter).
+  absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForwardBackward, {.ep = 4}));
+  ASSERT_TRUE(step.ok()) << step.status();
+  const std::string alloc(kAllocateBufferTarget);
+  std::vector<Buffer> dispatch = ReceiveBuffers(*step->module, "dispatch");
+  ASSERT_EQ(dispatch.size(), 1u);
+  EXPECT_EQ(dispatch[0].dims, (std::vector<int64_t>{128, 40}));
+  EXPECT_EQ(dispatch[0].target, alloc);
+  EXPECT_EQ(dispatch[0].declared, R"({perfsim_receive="expert_rows"})");
+  std::vector<Buffer> combine = ReceiveBuffers(*step->module, "combine");
+  ASSERT_EQ(combine.size(), 1u);
+  EXPECT_EQ(combine[0].dims, (std::vector<int64_t>{32, 40}));
+  EXPECT_EQ(combine[0].target, alloc);
+  EXPECT_EQ(combine[0].declared, R"({perfsim_receive="token_rows"})");
+  // The backward's transposed exchanges receive into zeros shaped like the forward operands
+  // (JAX's transpose rule): the combine's transpose into [R, D], the dispatch's into [T_l·K, D].
+  std::vector<Buffer> combine_bwd = ReceiveBuffers(*step->module, "combine_bwd");
+  ASSERT_EQ(combine_bwd.size(), 1u);
+  EXPECT_EQ(combine_bwd[0].dims, (std::vector<int64_t>{128, 40}));
+  EXPECT_EQ(combine_bwd[0].target, "broadcast");
+  std::vector<Buffer> dispatch_bwd = ReceiveBuffers(*step->module, "dispatch_bwd");
+  ASSERT_EQ(dispatch_bwd.size(), 1u);
+  EXPECT_EQ(dispatch_bwd[0].dims, (std::vector<int64_t>{32, 40}));
+  // Each transpose exchanges its offsets with an all-to-all first (two per exchange).
+  EXPECT_EQ(Find(*step->module, Opcode::kAllToAll, "combine_bwd").size(), 2u);
+  EXPECT_EQ(Find(*step->module, Opcode::kAllToAll, "dispatch_bwd").size(), 2u);
+  PERFSIM_EXPECT_OK(CheckLoweredStep(*step));
+}
+
+TEST(EpRaggedA2aTest, ReceiveBufferIsCappedWhenExpertsPerShardAreFewerThanK) {
+  // 12 devices, ep = 12 (E_l = 1 < K = 2), batch 12 × seq 4 = 48 tokens, T_l = 4:
+  // R = T_l·K·min(EP, E/K) = 4·2·min(12, 6) = 48. A token has one expert per shard, so a shard
+  // receives at most one row per token: 12·4·min(2, 1) = 48. With tp = 2 (24 devices) the
+  // combine moves D/TP = 20 columns.
+  StepSpec spec = NanoSpec(Phase::kForward, {.ep = 12, .tp = 2});
+  spec.batch = 12;
+  spec.seq = 4;
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(ReceiveBuffers(*step->module, "dispatch")[0].dims, (std::vector<int64_t>{48, 40}));
+  EXPECT_EQ(ReceiveBuffers(*step->module, "combine")[0].dims, (std::vector<int64_t>{8, 20}));
+  PERFSIM_EXPECT_OK(CheckLoweredStep(*step));
+}
+
+// known_bugs.md #10's mutation: the dispatch receive buffer (and so the exchange's result)
+// resized to `rows`.
+void ResizeDispatchBuffer(LoweredStep& step, int64_t rows) {
+  for (const Instruction* found : Find(*step.module, Opcode::kRaggedAllToAll, "dispatch")) {
+    auto* a2a = const_cast<Instruction*>(found);
+    for (Instruction* t : {a2a->operand(1), a2a}) {
+      std::vector<int64_t> dims = t->shape().dimensions();
+      dims[0] = rows;
+      t->set_shape(Shape::Array(t->shape().element_type(), dims));
+    }
+  }
+}
+
+TEST(EpRaggedA2aTest, StaticCheckFailsAnUndersizedReceiveBufferNamingIt) {
+  // Sizing the buffer T_l·K = 32 (forgetting min(EP, E/K)), or one row short of 128.
+  for (int64_t rows : {32, 127}) {
+    absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForward, {.ep = 4}));
+    ASSERT_TRUE(step.ok()) << step.status();
+    ResizeDispatchBuffer(*step, rows);
+    std::vector<const Instruction*> a2a = Find(*step->module, Opcode::kRaggedAllToAll, "dispatch");
+    ASSERT_EQ(a2a.size(), 1u);
+    const std::string buffer = a2a[0]->operand(1)->name();
+    EXPECT_THAT(CheckLoweredStep(*step),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("ragged-all-to-all"),
+                               HasSubstr("receive buffer " + buffer + " f32[" +
+                                         std::to_string(rows) + ",40]"),
+                               HasSubstr("to hold the 128 rows"),
+                               HasSubstr("n·T_l·min(K, E_l) = 4·16·min(2, 3)"),
+                               HasSubstr("known_bugs.md #10"))));
+    ValidationCase c{.spec = step->spec};
+    ReferenceCache cache;
+    ValidationResult r = ValidateLowered(*step, c, cache);
+    EXPECT_FALSE(r.pass);
+    EXPECT_THAT(r.message, AllOf(HasSubstr("static check"), HasSubstr(buffer)));
+  }
+}
+
+// Runs `step` on sharded `global` inputs and returns its outputs unsharded.
+absl::StatusOr<std::vector<Literal>> RunSharded(const LoweredStep& step,
+                                                const std::vector<Literal>& global) {
+  const Parallelism& p = step.spec.parallelism;
+  const int64_t n = step.spec.num_devices();
+  std::vector<std::vector<Literal>> inputs(n);
+  for (int64_t d = 0; d < n; ++d) {
+    for (size_t i = 0; i < step.parameters.size(); ++i) {
+      inputs[d].push_back(ShardOf(global[i], step.parameters[i], p, d));
+    }
+  }
+  InterpreterOptions options;
+  options.num_devices = n;
+  PERFSIM_ASSIGN_OR_RETURN(RunResult run, RunModule(*step.module, inputs, options));
+  std::vector<Literal> outputs;
+  for (size_t o = 0; o < step.outputs.size(); ++o) {
+    std::vector<Literal> shards;
+    for (int64_t d = 0; d < n; ++d) shards.push_back(run.outputs[d][o]);
+    PERFSIM_ASSIGN_OR_RETURN(Literal global_output, Unshard(shards, step.outputs[o], p));
+    outputs.push_back(std::move(global_output));
+  }
+  return outputs;
+}
+
+double RelativeError(const Literal& got, const Literal& want) {
+  double max_want = 0, max_diff = 0;
+  for (int64_t i = 0; i < want.element_count(); ++i) {
+    max_want = std::max(max_want, std::fabs(want.GetAsDouble(i)));
+    const double diff = std::fabs(got.GetAsDouble(i) - want.GetAsDouble(i));
+    if (!(diff <= max_diff)) max_diff = diff;  // NaN counts as infinitely wrong
+  }
+  return max_diff / max_want;
+}
+
+TEST(EpRaggedA2aTest, AdversarialRoutingFillsTheReceiveBufferExactly) {
+  // Every token of the ep group picks two of shard 2's experts (6, 7, 8): +30 on their router
+  // column 0 (x's feature 0 is 1), softmax top-k. Shard 2 then receives 4·16·2 = 128 rows, all
+  // of R: the lowering matches the dense reference, and a buffer one row short overflows in
+  // the interpreter's ragged-all-to-all.
+  absl::StatusOr<ModelConfig> model =
+      WithRouter(NanoSpec(Phase::kForward).model, RouterFamily::kSoftmaxTopK);
+  ASSERT_TRUE(model.ok()) << model.status();
+  StepSpec spec = NanoSpec(Phase::kForwardBackward, {.ep = 4});
+  spec.model = *model;
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
+  std::vector<Literal> global = MakeGlobalInputs(*step, RoutingCase::kRandom, 7);
+  ASSERT_EQ(step->parameters[1].name, "router_w");
+  for (int64_t e : {6, 7, 8}) global[1].SetFromDouble(e, global[1].GetAsDouble(e) + 30);
+
+  StepSpec ref_spec = spec;
+  ref_spec.backend = "dense_einsum";
+  ref_spec.parallelism = {};
+  absl::StatusOr<LoweredStep> ref = LowerStep(ref_spec);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  absl::StatusOr<std::vector<Literal>> want = RunSharded(*ref, global);
+  ASSERT_TRUE(want.ok()) << want.status();
+  absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, global);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < got->size(); ++o) {
+    EXPECT_LE(RelativeError((*got)[o], (*want)[o]), 1e-5) << step->outputs[o].name;
+  }
+
+  ResizeDispatchBuffer(*step, 127);
+  absl::StatusOr<std::vector<Literal>> overflow = RunSharded(*step, global);
+  EXPECT_THAT(overflow.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("ragged-all-to-all"), HasSubstr("-> device 2"),
+                             HasSubstr("within [0, 127)"))));
+}
+
+// known_bugs.md #17's mutation: the combine backward computes d_weights = Σ_D back·dy from the
+// shard-local pre-all-to-all expert outputs (unpermuted with the same indices) instead of the
+// rows the combine all-to-all brought back.
+void FeedCombineBwdThePreAllToAllTensor(LoweredStep& step) {
+  Computation* entry = step.module->entry();
+  std::vector<const Instruction*> a2a = Find(*step.module, Opcode::kRaggedAllToAll, "combine");
+  ASSERT_EQ(a2a.size(), 1u);
+  Instruction* pre = a2a[0]->operand(0);
+  Instruction *gather = nullptr, *r = nullptr;
+  for (const auto& i : entry->instructions()) {
+    if (i->opcode() == Opcode::kGather && i->operand(0) == a2a[0]) gather = i.get();
+  }
+  ASSERT_NE(gather, nullptr);
+  for (const auto& i : entry->instructions()) {
+    if (i->opcode() == Opcode::kReshape && i->operand(0) == gather) r = i.get();
+  }
+  ASSERT_NE(r, nullptr);
+  auto wrong_gather =
+      std::make_unique<Instruction>(Opcode::kGather, "mutated_gather", gather->shape());
+  wrong_gather->AppendOperand(pre);
+  wrong_gather->AppendOperand(gather->operand(1));
+  *wrong_gather->mutable_attributes() = gather->attributes();
+  Instruction* g = entry->AddInstruction(std::move(wrong_gather));
+  auto wrong_r = std::make_unique<Instruction>(Opcode::kReshape, "mutated_r", r->shape());
+  wrong_r->AppendOperand(g);
+  Instruction* wr = entry->AddInstruction(std::move(wrong_r));
+  int replaced = 0;
+  const std::string scope = "op_name=\"moe/combine_bwd\"";
+  for (const auto& i : entry->instructions()) {
+    if (i->attributes().metadata.find(scope) == std::string::npos) continue;
+    for (int64_t k = 0; k < i->operand_count(); ++k) {
+      if (i->operand(k) == r) {
+        i->set_operand(k, wr);
+        ++replaced;
+      }
+    }
+  }
+  EXPECT_GT(replaced, 0);
+}
+
+TEST(EpRaggedA2aTest, CombineBackwardOnThePreAllToAllTensorFailsValidation) {
+  absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForwardBackward, {.ep = 4}));
+  ASSERT_TRUE(step.ok()) << step.status();
+  ValidationCase c{.spec = step->spec};
+  ReferenceCache cache;
+  ASSERT_TRUE(ValidateLowered(*step, c, cache).pass);
+  FeedCombineBwdThePreAllToAllTensor(*step);
+  ValidationResult r = ValidateLowered(*step, c, cache);
+  EXPECT_FALSE(r.pass);
+  // The forward is untouched; the router gradients (through d_weights) are wrong.
+  ASSERT_GE(r.errors.size(), 3u);
+  EXPECT_LE(r.errors[0].max_rel_error, 1e-5);
+  EXPECT_EQ(r.errors[2].tensor, "d_router_w");
+  EXPECT_GT(r.errors[2].max_rel_error, 1e-3);
+  EXPECT_THAT(r.message, HasSubstr("differs from dense_einsum"));
+}
+
+// The JAX goldens' model (tools/jax/moe_models.py): T = 64, D = 24, F = 40, E = 16, K = 2,
+// softmax over E, top-k, renormalised, SwiGLU, f32, no shared expert.
+ModelConfig GoldenModel() {
+  ModelSpec spec;
+  spec.set_name("jax_golden");
+  spec.set_d_model(24);
+  spec.set_expert_ffn_dim(40);
+  spec.set_num_experts(16);
+  spec.set_experts_per_token(2);
+  spec.set_num_layers(1);
+  spec.set_num_moe_layers(1);
+  spec.mutable_activation()->set_kind(ACTIVATION_KIND_SILU);
+  spec.mutable_activation()->set_gated(true);
+  spec.mutable_router()->set_kind(ROUTER_KIND_SOFTMAX_TOPK);
+  spec.mutable_router()->set_renormalize(true);
+  spec.mutable_router()->set_dtype(DTYPE_F32);
+  spec.set_param_dtype(DTYPE_F32);
+  spec.set_activation_dtype(DTYPE_F32);
+  absl::StatusOr<ModelConfig> model = ModelConfig::FromProto(spec);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *model;
+}
+
+Literal LoadGolden(const std::string& name) {
+  absl::StatusOr<Literal> lit = ReadNpyFile(std::string(PERFSIM_TESTDATA_DIR) + "/hlo/jax/" + name);
+  EXPECT_TRUE(lit.ok()) << name << ": " << lit.status();
+  return lit.ok() ? *std::move(lit) : Literal();
+}
+
+// JAX ran the same shard_map body (ep = 8, T_l = 8, E_l = 2, R = 8·2·min(8, 8) = 128) with
+// ragged_all_to_all emulated; both sides compute in f32 with different summation orders, a few
+// ulps (~1e-7) apart, well inside 1e-5.
+TEST(EpRaggedA2aTest, MatchesJaxExpertParallelForwardAndGradient) {
+  for (Phase phase : {Phase::kForward, Phase::kForwardBackward}) {
+    const bool grad = phase == Phase::kForwardBackward;
+    const std::string name = grad ? "moe_ep_ragged_a2a_grad" : "moe_ep_ragged_a2a_fwd";
+    SCOPED_TRACE(name);
+    StepSpec spec = StepSpec::Defaults(GoldenModel());
+    spec.batch = 1;
+    spec.seq = 64;
+    spec.phase = phase;
+    spec.backend = kBackend;
+    spec.parallelism = {.ep = 8};
+    absl::StatusOr<LoweredStep> step = LowerStep(spec);
+    ASSERT_TRUE(step.ok()) << step.status();
+    EXPECT_EQ(ReceiveBuffers(*step->module, "dispatch")[0].dims,
+              (std::vector<int64_t>{128, 24}));  // the golden's recv_buffer_rows
+    // Parameters x, router_w, wi_0, wi_1, wo (, cotangent): the golden's order.
+    std::vector<Literal> inputs;
+    for (size_t i = 0; i < step->parameters.size(); ++i) {
+      inputs.push_back(LoadGolden(name + ".in" + std::to_string(i) + ".npy"));
+    }
+    absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    // fwd: out0 = y. grad: out0..4 = dx, d_router_w, d_wi_0, d_wi_1, d_wo (our outputs 1..5).
+    const int outputs = grad ? 5 : 1;
+    for (int o = 0; o < outputs; ++o) {
+      const size_t ours = grad ? o + 1 : 0;
+      Literal want = LoadGolden(name + ".out" + std::to_string(o) + ".npy");
+      ASSERT_EQ((*got)[ours].shape().dimensions(), want.shape().dimensions());
+      EXPECT_LE(RelativeError((*got)[ours], want), 1e-5) << step->outputs[ours].name;
+    }
+  }
+}
+
+TEST(EpRaggedA2aTest, RefusesATokenDroppingBufferFactor) {
+  StepSpec spec = NanoSpec(Phase::kForward, {.ep = 4});
+  spec.knobs.ragged_buffer_factor = 1.5;
+  EXPECT_THAT(
+      LowerStep(spec).status(),
+      StatusIs(absl::StatusCode::kUnimplemented,
+               AllOf(HasSubstr("expected ragged_buffer_factor <= 0"), HasSubstr("got 1.5"))));
+}
+
+}  // namespace
+}  // namespace perfsim

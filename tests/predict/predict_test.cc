@@ -1,0 +1,108 @@
+// `perfsim predict`: errors, report contents, and scaling laws the predictions must obey.
+#include "sim/predict/predict.h"
+
+#include <sstream>
+
+#include "cli/cli.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/moe/model_registry.h"
+#include "sim/report/predict_report.h"
+
+namespace perfsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+// DeepSeek-V3's expert shapes, data parallel over 8 H100s with argsort + ragged_dot.
+PredictOptions DeepSeekOnH100(int64_t seq, const std::string& routing = "uniform") {
+  absl::StatusOr<ModelConfig> model = ResolveModel("deepseek_v3");
+  EXPECT_TRUE(model.ok());
+  PredictOptions o{.spec = StepSpec::Defaults(*model)};
+  o.spec.batch = 8;
+  o.spec.seq = seq;
+  o.spec.phase = Phase::kForward;
+  o.spec.backend = "sparse_ragged_dot";
+  o.spec.parallelism = Parallelism{.dp = 8};
+  o.hw = "gpu_h100";
+  o.mesh = "8";
+  absl::StatusOr<RoutingSpec> r = ParseRoutingSpec(routing);
+  EXPECT_TRUE(r.ok());
+  o.routing = *r;
+  return o;
+}
+
+double PhaseSeconds(const Prediction& p, const std::string& phase) {
+  for (const PhaseTotal& t : p.phases) {
+    if (t.phase == phase) return t.seconds;
+  }
+  return 0;
+}
+
+TEST(PredictTest, DoublingTokensDoublesExpertTimeWhenComputeBound) {
+  // 4096 tokens per device × K=8 = 32768 rows through [7168 × 2048] experts: 2·32768·7168·2048
+  // ≈ 0.96 TFLOP per projection, far above the H100's ridge point, so the grouped matmuls are
+  // compute bound and their time is linear in rows.
+  absl::StatusOr<Prediction> one = Predict(DeepSeekOnH100(4096));
+  absl::StatusOr<Prediction> two = Predict(DeepSeekOnH100(8192));
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  const double ratio = PhaseSeconds(*two, "experts") / PhaseSeconds(*one, "experts");
+  EXPECT_NEAR(ratio, 2.0, 0.1);
+}
+
+TEST(PredictTest, SkewedRoutingIsNeverFasterThanUniform) {
+  absl::StatusOr<Prediction> uniform = Predict(DeepSeekOnH100(1024));
+  ASSERT_TRUE(uniform.ok()) << uniform.status();
+  for (const char* skew : {"zipf:0.5", "zipf:1.2", "hot:0.3"}) {
+    absl::StatusOr<Prediction> skewed = Predict(DeepSeekOnH100(1024, skew));
+    ASSERT_TRUE(skewed.ok()) << skewed.status();
+    EXPECT_GE(skewed->step_seconds, uniform->step_seconds * (1 - 1e-12)) << skew;
+  }
+}
+
+TEST(PredictTest, MeshMustMatchTheParallelism) {
+  PredictOptions o = DeepSeekOnH100(1024);
+  o.mesh = "16";
+  absl::StatusOr<Prediction> p = Predict(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("expected the parallelism to use the mesh's 16 devices"));
+}
+
+TEST(PredictTest, ReportHasEverySection) {
+  absl::StatusOr<Prediction> p = Predict(DeepSeekOnH100(1024));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string table = FormatPredictionTable(*p);
+  for (const char* s : {"timeline of device", "per phase", "step time", "exposed communication",
+                        "MFU", "HBM per device"}) {
+    EXPECT_THAT(table, HasSubstr(s));
+  }
+  const std::string json = PredictionJson(*p);
+  for (const char* s : {"\"step_seconds\": ", "\"phases\": [", "\"memory\": {", "\"ops\": [",
+                        "\"mfu\": "}) {
+    EXPECT_THAT(json, HasSubstr(s));
+  }
+  const std::string trace = PredictionTrace(*p);
+  EXPECT_THAT(trace, HasSubstr("\"traceEvents\": ["));
+  EXPECT_THAT(trace, HasSubstr("\"ph\": \"X\""));
+  // Model flops: 1024 tokens per device × (routed 2·8·3·7168·2048 + shared 2·1·3·7168·2048 +
+  // router 2·7168·256) = 1024 × 774,619,136... per device, forward only.
+  const double per_token = 2.0 * 8 * 3 * 7168 * 2048 + 2.0 * 1 * 3 * 7168 * 2048 + 2.0 * 7168 * 256;
+  EXPECT_NEAR(p->model_flops_per_device, 1024 * per_token, 1);
+  EXPECT_GT(p->mfu, 0);
+  EXPECT_LT(p->mfu, 1);
+}
+
+TEST(PredictCliTest, BadInputExitsTwo) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunPerfsim({"predict", "--hw", "tpu_v9"}, in, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("unknown hardware 'tpu_v9'"));
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunPerfsim({"predict", "--routing", "zipf:x"}, in, out2, err2), 2);
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunPerfsim({"predict", "--parallelism", "ep=3"}, in, out3, err3), 2);
+}
+
+}  // namespace
+}  // namespace perfsim
