@@ -98,6 +98,16 @@ void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out)
   out << fmt::format("{} passed, {} failed, {} skipped (not supported by the backend); largest "
                      "relative error {:.2e}\n",
                      pass, fail, skip, worst);
+  {
+    // Notes on passing cases (knobs validate adjusted), one line per distinct note.
+    std::vector<std::string> notes;
+    for (const ValidationResult& r : results) {
+      if (!r.pass || r.message.empty()) continue;
+      std::string line = absl::StrCat(r.backend, ": ", r.message);
+      if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(line);
+    }
+    for (const std::string& line : notes) out << "  note " << line << "\n";
+  }
   if (skip > 0) {
     // One line per distinct reason, so a user sees why without --format=json.
     std::vector<std::string> reasons;

@@ -192,6 +192,12 @@ bool IsFree(const Instruction& instruction, const OpCounts& truth) {
     case Opcode::kOptimizationBarrier:
     case Opcode::kPartitionId:
     case Opcode::kReplicaId:
+    // The -done half of an asynchronous op: its time is on the start.
+    case Opcode::kCopyDone:
+    case Opcode::kSendDone:
+    case Opcode::kRecvDone:
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
       return true;
     case Opcode::kTranspose:
     case Opcode::kReshape:

@@ -25,8 +25,9 @@
 //     trip count is unknown (in both modes: the time is the true one); conditional: the
 //     slowest branch. Untimed when any instruction inside is.
 //   parameter, constant, get-tuple-element, tuple, bitcast, a transpose or reshape that is a
-//     bitcast, after-all, add-dependency, domain, opt-barrier, partition-id, replica-id and
-//     annotation custom-calls: 0 seconds, bound none.
+//     bitcast, after-all, add-dependency, domain, opt-barrier, partition-id, replica-id, the
+//     -done half of copies, sends, receives and async ops, and annotation custom-calls:
+//     0 seconds, bound none.
 // Where the chip has no figure for a rate an instruction needs, that part of the work is left
 // out and the field is listed in unknown_rates.
 #ifndef PERFSIM_SIM_COST_OP_COST_H_

@@ -41,6 +41,8 @@
 //   - reshape between row-major untiled layouts: 0 bytes (a bitcast on every accelerator);
 //     XLA charges operand and result.
 //   - dynamic-slice / dynamic-update-slice: every index operand is read; XLA counts the first.
+//   - the -done half of an asynchronous op (all-gather-done, copy-done, async-done, ...) and
+//     async-update: 0; the data moves at the start. XLA charges operand and result again.
 //   Everything else, including the fusion byte rules and max over conditional branches (the
 //   branch taken is not known ahead of time), is as in XLA.
 //

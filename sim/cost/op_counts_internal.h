@@ -54,6 +54,15 @@ class Counter {
   absl::flat_hash_map<const Computation*, UserMap> users_;
 };
 
+// One multiply-add is two flops (XLA's kFmaFlops).
+inline constexpr int64_t kFmaFlops = 2;
+
+// ceil(log2(n)) for n >= 1; 0 for n <= 1.
+int64_t Log2Ceiling(int64_t n);
+
+// XLA's GetDotFlops: 2 · E(result) · product of the lhs contracting sizes.
+int64_t DotFlops(const Shape& lhs, int64_t result_elements, const DotDimensionNumbers& dnums);
+
 // Instructions of `computation` in the order XLA's HloComputation::Accept visits them:
 // unreachable roots first (instructions nobody uses, in text order), then the root, each by
 // a depth-first post-order over operands and then control predecessors.

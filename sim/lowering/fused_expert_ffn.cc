@@ -52,10 +52,14 @@ std::string ExactNumber(double value) {
 
 absl::string_view ActivationName(ActivationKind kind) {
   switch (kind) {
-    case ACTIVATION_KIND_SILU: return "silu";
-    case ACTIVATION_KIND_GELU: return "gelu";
-    case ACTIVATION_KIND_CLIPPED_SWIGLU: return "clipped_swiglu";
-    default: return "";
+    case ACTIVATION_KIND_SILU:
+      return "silu";
+    case ACTIVATION_KIND_GELU:
+      return "gelu";
+    case ACTIVATION_KIND_CLIPPED_SWIGLU:
+      return "clipped_swiglu";
+    default:
+      return "";
   }
 }
 
@@ -71,10 +75,10 @@ GmmTiling FusedTiling(const StepSpec& spec) {
 
 std::string FusedBackendConfig(const GmmTiling& t, FusedFfnTiling tiling,
                                const ActivationSpec& act) {
-  std::string config = absl::StrCat(
-      R"({"tiling":[)", t.tm, ",", t.tk, ",", t.tn, R"(],"tiled_dim":")",
-      tiling == FusedFfnTiling::kOverF ? "F" : "D", R"(","activation":")",
-      ActivationName(act.kind()), R"(")");
+  std::string config =
+      absl::StrCat(R"({"tiling":[)", t.tm, ",", t.tk, ",", t.tn, R"(],"tiled_dim":")",
+                   tiling == FusedFfnTiling::kOverF ? "F" : "D", R"(","activation":")",
+                   ActivationName(act.kind()), R"(")");
   if (act.kind() == ACTIVATION_KIND_CLIPPED_SWIGLU) {
     absl::StrAppend(&config, R"(,"clip_limit":)", ExactNumber(act.clip_limit()),
                     R"(,"sigmoid_alpha":)", ExactNumber(act.sigmoid_alpha()));

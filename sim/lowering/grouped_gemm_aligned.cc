@@ -89,6 +89,14 @@ class GroupedGemmAligned final : public MoeBackend {
            "wi_0|wi_1 grouped GEMM, wo grouped GEMM";
   }
 
+  // Without alignment (the default A = 0) validate would never exercise the padding: it runs
+  // A = 8 unless --align-size says otherwise.
+  std::string PrepareForValidation(StepSpec& spec) const override {
+    if (spec.knobs.align_size > 0) return "";
+    spec.knobs.align_size = 8;
+    return "align_size 8 (validate's default for this backend)";
+  }
+
   absl::Status Supports(const StepSpec& spec) const override {
     if (spec.parallelism.tp != 1) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -85,6 +85,10 @@ class MoeBackend {
   virtual absl::string_view description() const = 0;
   // OK when the backend can lower `spec`; otherwise why not ("expected ...; got ...").
   virtual absl::Status Supports(const StepSpec& spec) const = 0;
+  // Adjusts knobs so the backend can be compared with the dropless reference (validate calls
+  // it): e.g. capacity_einsum raises its capacity factor until nothing can drop. Returns a
+  // note saying what changed ("" when nothing did).
+  virtual std::string PrepareForValidation(StepSpec& spec) const { return ""; }
   // The parallelism `validate` uses for `devices` devices (default: all data parallel).
   virtual Parallelism DefaultParallelism(int64_t devices, const StepSpec& spec) const;
   // Splits of the expert weights over the mesh (default: E over ep, F over tp).

@@ -26,9 +26,9 @@ void SavePermutation(StepState& s, const Permutation& p) {
 }
 
 Permutation LoadPermutation(StepState& s) {
-  return Permutation{s.saved["kernel.sort_idx"],       s.saved["kernel.inverse"],
-                     s.saved["kernel.token"],          s.saved["kernel.sorted_experts"],
-                     s.saved["kernel.x_rows"],         s.saved[SortedKernelBackend::kGroupSizes]};
+  return Permutation{s.saved["kernel.sort_idx"], s.saved["kernel.inverse"],
+                     s.saved["kernel.token"],    s.saved["kernel.sorted_experts"],
+                     s.saved["kernel.x_rows"],   s.saved[SortedKernelBackend::kGroupSizes]};
 }
 
 }  // namespace
@@ -56,11 +56,11 @@ absl::Status CheckKernelTilings(const StepSpec& spec, const std::vector<KernelUs
     }
     const GmmTiling clamped = ClampTiling(t, rows.padded_rows, use.k, use.n);
     if (rows.padded_rows % clamped.tm != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          use.name, " tiling ", TilingText(t), ": expected tm dividing the padded row count m = ",
-          rows.padded_rows, " (", rows.rows, " sorted rows T_l·K padded to a multiple of the "
-          "wi.fwd row tile ", rows.tm, "; megablox raises ValueError otherwise); got tm = ",
-          clamped.tm));
+      return absl::InvalidArgumentError(
+          absl::StrCat(use.name, " tiling ", TilingText(t),
+                       ": expected tm dividing the padded row count m = ", rows.padded_rows, " (",
+                       rows.rows, " sorted rows T_l·K padded to a multiple of the wi.fwd row tile ",
+                       rows.tm, "; megablox raises ValueError otherwise); got tm = ", clamped.tm));
     }
   }
   return absl::OkStatus();
@@ -125,8 +125,8 @@ Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor&
   }
   const Tensor lhs_t = s.saved[key];
   return nb.CustomCall({lhs_t, PadRows(s, dy, rows.padded_rows), group_sizes}, out,
-                       std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n},
-                       kTgmmTarget, TgmmBackendConfig(t));
+                       std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n}, kTgmmTarget,
+                       TgmmBackendConfig(t));
 }
 
 absl::Status SortedKernelBackend::Supports(const StepSpec& spec) const {
@@ -207,9 +207,9 @@ void SortedKernelBackend::PermuteBwd(StepState& s) const {
   Tensor d_rows = s.saved[kDRows];
   if (s.router.input_scale.op != nullptr) {
     // rows = x[token]·scale: dscale = Σ_D d_rows·x[token], back in assignment order (TK).
-    Tensor d_scale = nb.Reduce(nb.Mul(nb.Convert(d_rows, PrimitiveType::kF32),
-                                      nb.Convert(p.rows, PrimitiveType::kF32)),
-                               "D");
+    Tensor d_scale = nb.Reduce(
+        nb.Mul(nb.Convert(d_rows, PrimitiveType::kF32), nb.Convert(p.rows, PrimitiveType::kF32)),
+        "D");
     Tensor in_order = nb.GatherRows(d_scale, p.inverse);
     s.d_input_scale = nb.Reshape(in_order, "TK", {s.x.size('T'), s.router.ids.size('K')});
     d_rows = nb.Mul(d_rows, s.saved["kernel.scale"]);

@@ -55,8 +55,7 @@ class MegabloxGmm final : public SortedKernelBackend {
   }
 
   void ExpertsBwd(StepState& s) const override {
-    ExpertsBwdWithKernels(s, s.saved["megablox.h0"], s.saved["megablox.h1"],
-                          s.saved["megablox.a"]);
+    ExpertsBwdWithKernels(s, s.saved["megablox.h0"], s.saved["megablox.h1"], s.saved["megablox.a"]);
   }
 
  protected:

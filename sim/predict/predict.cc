@@ -147,6 +147,9 @@ class Predictor {
   }
 
   // Seconds of a ragged-all-to-all on `device` from the routing's traffic in its group.
+  // Bytes `device` sends to the rest of its group in the last RaggedA2aSeconds call's traffic.
+  absl::flat_hash_map<std::string, double> sent_;
+
   absl::StatusOr<double> RaggedA2aSeconds(const Instruction& instruction, int64_t device,
                                           const std::vector<int64_t>& group) {
     const std::string stage = StageOf(instruction);
@@ -173,6 +176,13 @@ class Predictor {
         for (int64_t g = 0; g < el; ++g) rows += routing_.at(src.dp * p_.ep + src.ep, dst.ep * el + g);
         traffic.set(i, j, rows * row_bytes);
       }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      double sent = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        if (j != i) sent += traffic.get(i, j);
+      }
+      sent_[absl::StrCat(instruction.name(), "@", group[i])] = sent;
     }
     // Cost this group alone: a copy of the instruction whose only replica group is `group`
     // (the full matrix over every device would be devices² entries: 67M at 8192 devices).
@@ -216,6 +226,36 @@ bool IsGroupedMatmul(const Instruction& instruction) {
   return instruction.opcode() == Opcode::kCustomCall &&
          (instruction.attributes().custom_call_target == kGmmTarget ||
           instruction.attributes().custom_call_target == kTgmmTarget);
+}
+
+// Ops XLA's loop fusion puts into one kernel with their elementwise consumers.
+bool LoopFusible(const Instruction& instruction) {
+  const Opcode op = instruction.opcode();
+  return IsElementwiseUnary(op) || IsElementwiseBinary(op) || op == Opcode::kSelect ||
+         op == Opcode::kCompare || op == Opcode::kConvert || op == Opcode::kClamp ||
+         op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kConstant;
+}
+
+// interior[i]: instruction i is fused into its consumers (loop fusion): every user is itself
+// loop-fusible, so its result never goes to HBM.
+std::vector<bool> FusedInterior(const Computation& entry) {
+  const auto& instructions = entry.instructions();
+  absl::flat_hash_map<const Instruction*, int64_t> index;
+  for (size_t i = 0; i < instructions.size(); ++i) index[instructions[i].get()] = i;
+  std::vector<int64_t> users(instructions.size(), 0), fusible_users(instructions.size(), 0);
+  for (const auto& instruction : instructions) {
+    for (const Instruction* operand : instruction->operands()) {
+      const int64_t j = index.at(operand);
+      ++users[j];
+      if (LoopFusible(*instruction)) ++fusible_users[j];
+    }
+  }
+  std::vector<bool> interior(instructions.size(), false);
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    interior[i] = LoopFusible(*instructions[i]) && users[i] > 0 && users[i] == fusible_users[i] &&
+                  instructions[i].get() != entry.root();
+  }
+  return interior;
 }
 
 }  // namespace
@@ -262,6 +302,7 @@ absl::StatusOr<Prediction> Predict(const PredictOptions& o) {
   CostOptions cost_options{.mode = CostMode::kTrue, .num_devices = spec.num_devices(),
                            .topology = &*topology};
   std::map<std::string, bool> unknown;
+  const std::vector<bool> interior = FusedInterior(entry);
   for (const auto& owned : entry.instructions()) {
     const Instruction& instruction = *owned;
     index[&instruction] = static_cast<int64_t>(problem.ops.size());
@@ -287,7 +328,28 @@ absl::StatusOr<Prediction> Predict(const PredictOptions& o) {
                .flops = cost->counts.flops,
                .bytes = cost->counts.bytes_accessed};
     info.phase = PhaseOfStage(info.stage);
-    const double base = cost->seconds.value_or(0);
+    double base = cost->seconds.value_or(0);
+    if (LoopFusible(instruction) && cost->counts.bytes_accessed > 0) {
+      // Loop fusion: reads from fused producers and the write of a fused result stay on chip;
+      // only the fusion's root pays the kernel overhead.
+      double bytes = interior[index.at(&instruction)] ? 0 : cost->counts.output_bytes;
+      for (int64_t k = 0; k < instruction.operand_count(); ++k) {
+        const int64_t j = index.at(instruction.operand(k));
+        if (!interior[j] && k < static_cast<int64_t>(cost->counts.operand_bytes.size())) {
+          bytes += cost->counts.operand_bytes[k];
+        }
+      }
+      const double memory = cost->memory_seconds * bytes / cost->counts.bytes_accessed;
+      const bool is_interior = interior[index.at(&instruction)];
+      base = std::max(cost->compute_seconds, memory) + (is_interior ? 0 : cost->overhead_seconds);
+      info.bytes = bytes;
+      info.bound = base == 0                                  ? Bound::kNone
+                   : cost->compute_seconds >= memory          ? Bound::kCompute
+                                                              : Bound::kMemory;
+      if (!is_interior && cost->overhead_seconds > std::max(cost->compute_seconds, memory)) {
+        info.bound = Bound::kOverhead;
+      }
+    }
     if (IsCollectiveInstruction(instruction)) {
       op.stream = Stream::kCommunication;
       const std::vector<std::vector<int64_t>> groups = GroupsOf(instruction, spec.num_devices());
@@ -359,6 +421,8 @@ absl::StatusOr<Prediction> Predict(const PredictOptions& o) {
     const ScheduleOp& op = problem.ops[i];
     if (op.stream == Stream::kNone) continue;
     OpRow row = result.op_info[i];
+    auto sent = predictor.sent_.find(absl::StrCat(row.name, "@", slow));
+    if (sent != predictor.sent_.end()) row.sent_bytes = sent->second;
     row.start = ds.start[i];
     row.seconds = ds.finish[i] - ds.start[i];
     PhaseTotal& t = phases[row.phase];

@@ -9,6 +9,12 @@
 // taken from the routing matrix (sim/moe/routing.h) -> schedule on every device
 // (sim/schedule) -> the slowest device's timeline, per-phase subtotals, MFU, HBM use.
 //
+// Fusion: the lowering emits one instruction per elementwise op, as XLA's HLO before fusion.
+// perfsim models XLA's loop fusion when costing: an elementwise op, convert, broadcast, iota or
+// constant whose users are all such ops is fused into them — its result is not written to HBM,
+// its consumers do not read it, and it pays no kernel overhead (its arithmetic still counts).
+// Dots, reductions, gathers, sorts and collectives are not fused.
+//
 // Routing enters in two places, per device:
 //   - grouped matmuls (ragged-dot, perfsim.gmm/tgmm): their group sizes are the device's rows
 //     per expert: the token shard's own assignments when the op has E groups (data-parallel
@@ -65,6 +71,9 @@ struct OpRow {
   Bound bound = Bound::kNone;
   double flops = 0;
   double bytes = 0;
+  // Collectives: bytes this device sends to other devices (ragged-all-to-all: from the
+  // routing's traffic; other collectives: 0, not broken out).
+  double sent_bytes = 0;
 };
 
 struct PhaseTotal {

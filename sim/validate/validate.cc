@@ -403,6 +403,7 @@ ValidationResult ValidateCase(const ValidationCase& c, ReferenceCache& cache) {
     r.message = std::string(backend.status().message());
     return r;
   }
+  const std::string note = (*backend)->PrepareForValidation(spec);
   if (absl::Status supported = (*backend)->Supports(spec); !supported.ok()) {
     r.skipped = true;
     r.message = std::string(supported.message());
@@ -413,7 +414,11 @@ ValidationResult ValidateCase(const ValidationCase& c, ReferenceCache& cache) {
     r.message = absl::StrCat("lowering: ", step.status().message());
     return r;
   }
-  return ValidateLowered(*step, c, cache);
+  ValidationResult result = ValidateLowered(*step, c, cache);
+  if (!note.empty()) {
+    result.message = result.message.empty() ? note : absl::StrCat(result.message, " (", note, ")");
+  }
+  return result;
 }
 
 }  // namespace perfsim

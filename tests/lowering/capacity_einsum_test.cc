@@ -104,13 +104,20 @@ TEST(CapacityEinsumTest, ValidateSuitePassesAtANeverDropCapacity) {
 }
 
 // With the default cf = 1.25 (C = 3 < 16) the one_expert routing sends all 16 tokens of a
-// sequence to one expert: 13 are dropped, and validate reports the difference, not a pass.
+// sequence to one expert: 13 are dropped, and the comparison reports the difference, not a
+// pass. ValidateCase would raise cf to E/K first (PrepareForValidation), so this lowers the
+// step itself and hands it to ValidateLowered.
 TEST(CapacityEinsumTest, DroppingCapacityDiffersFromTheDroplessReference) {
+  StepSpec spec = NanoSpec(Phase::kForward, 1.25);
+  absl::StatusOr<ModelConfig> model = WithRouter(spec.model, RouterFamily::kSoftmaxTopK);
+  ASSERT_TRUE(model.ok()) << model.status();
+  spec.model = *model;
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
   ReferenceCache cache;
-  ValidationResult r = ValidateCase({.spec = NanoSpec(Phase::kForward, 1.25),
-                                     .router = RouterFamily::kSoftmaxTopK,
-                                     .routing = RoutingCase::kOneExpert},
-                                    cache);
+  ValidationResult r = ValidateLowered(
+      *step, {.spec = spec, .router = RouterFamily::kSoftmaxTopK, .routing = RoutingCase::kOneExpert},
+      cache);
   EXPECT_FALSE(r.pass);
   EXPECT_FALSE(r.skipped);
   EXPECT_THAT(r.message, HasSubstr("y differs from dense_einsum"));

@@ -169,10 +169,10 @@ TEST(EpRaggedA2aTest, ReceiveBufferIsCappedWhenExpertsPerShardAreFewerThanK) {
   PERFSIM_EXPECT_OK(CheckLoweredStep(*step));
 }
 
-// known_bugs.md #10's mutation: the dispatch receive buffer (and so the exchange's result)
-// resized to `rows`.
-void ResizeDispatchBuffer(LoweredStep& step, int64_t rows) {
-  for (const Instruction* found : Find(*step.module, Opcode::kRaggedAllToAll, "dispatch")) {
+// known_bugs.md #10's mutation: the receive buffer of `stage`'s ragged-all-to-all (and so the
+// exchange's result) resized to `rows`.
+void ResizeReceiveBuffer(LoweredStep& step, int64_t rows, absl::string_view stage = "dispatch") {
+  for (const Instruction* found : Find(*step.module, Opcode::kRaggedAllToAll, stage)) {
     auto* a2a = const_cast<Instruction*>(found);
     for (Instruction* t : {a2a->operand(1), a2a}) {
       std::vector<int64_t> dims = t->shape().dimensions();
@@ -187,7 +187,7 @@ TEST(EpRaggedA2aTest, StaticCheckFailsAnUndersizedReceiveBufferNamingIt) {
   for (int64_t rows : {32, 127}) {
     absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForward, {.ep = 4}));
     ASSERT_TRUE(step.ok()) << step.status();
-    ResizeDispatchBuffer(*step, rows);
+    ResizeReceiveBuffer(*step, rows);
     std::vector<const Instruction*> a2a = Find(*step->module, Opcode::kRaggedAllToAll, "dispatch");
     ASSERT_EQ(a2a.size(), 1u);
     const std::string buffer = a2a[0]->operand(1)->name();
@@ -205,6 +205,18 @@ TEST(EpRaggedA2aTest, StaticCheckFailsAnUndersizedReceiveBufferNamingIt) {
     EXPECT_FALSE(r.pass);
     EXPECT_THAT(r.message, AllOf(HasSubstr("static check"), HasSubstr(buffer)));
   }
+}
+
+TEST(EpRaggedA2aTest, StaticCheckBoundsTheCombineBufferByTheDevicesOwnAssignments) {
+  // Whatever the routing, the combine brings back this device's T_l·K = 16·2 = 32 rows.
+  absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForward, {.ep = 4}));
+  ASSERT_TRUE(step.ok()) << step.status();
+  ResizeReceiveBuffer(*step, 31, "combine");
+  EXPECT_THAT(
+      CheckLoweredStep(*step),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               AllOf(HasSubstr("ragged-all-to-all.1"), HasSubstr("f32[31,40]"),
+                     HasSubstr("to hold the 32 rows"), HasSubstr("token_rows: T_l·K = 16·2"))));
 }
 
 // Runs `step` on sharded `global` inputs and returns its outputs unsharded.
@@ -271,7 +283,7 @@ TEST(EpRaggedA2aTest, AdversarialRoutingFillsTheReceiveBufferExactly) {
     EXPECT_LE(RelativeError((*got)[o], (*want)[o]), 1e-5) << step->outputs[o].name;
   }
 
-  ResizeDispatchBuffer(*step, 127);
+  ResizeReceiveBuffer(*step, 127);
   absl::StatusOr<std::vector<Literal>> overflow = RunSharded(*step, global);
   EXPECT_THAT(overflow.status(),
               StatusIs(absl::StatusCode::kInvalidArgument,

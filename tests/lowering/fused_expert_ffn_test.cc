@@ -112,30 +112,30 @@ void ExpectKernelMatches(absl::string_view config, const std::string& activation
 TEST(FusedFfnKernelTest, ComputesTheGatedFfnOfEachGroup) {
   ExpectKernelMatches(R"({"tiling":[2,2,1],"tiled_dim":"F","activation":"silu"})", "silu");
   ExpectKernelMatches(R"({"tiling":[4,1,3],"tiled_dim":"D","activation":"silu"})", "silu");
-  ExpectKernelMatches(
-      R"({"tiling":[2,2,3],"tiled_dim":"F","activation":"clipped_swiglu","clip_limit":0.1,"sigmoid_alpha":1.702})",
-      "clipped_swiglu");
+  ExpectKernelMatches(R"({"tiling":[2,2,3],"tiled_dim":"F","activation":"clipped_swiglu",)"
+                      R"("clip_limit":0.1,"sigmoid_alpha":1.702})",
+                      "clipped_swiglu");
 }
 
 TEST(FusedFfnKernelTest, RejectsBadConfigs) {
   std::vector<Literal> inputs;
-  EXPECT_THAT(RunKernel(R"({"tiling":[3,2,3],"tiled_dim":"F","activation":"silu"})", &inputs)
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected m = 4 to be a multiple of the row tile tm = 3")));
-  EXPECT_THAT(RunKernel(R"({"tiling":[2,1,3],"tiled_dim":"F","activation":"silu"})", &inputs)
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected a tiling over F with td = D = 2 and a tile in [1, 3]; "
-                                 "got (2, 1, 3)")));
-  EXPECT_THAT(RunKernel(R"({"tiling":[2,2,3],"tiled_dim":"X","activation":"silu"})", &inputs)
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected backend_config \"tiled_dim\" \"F\" or \"D\"; got 'X'")));
-  EXPECT_THAT(RunKernel(R"({"tiling":[2,2,3],"tiled_dim":"F","activation":"relu"})", &inputs)
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("silu, gelu or clipped_swiglu; got 'relu'")));
+  EXPECT_THAT(
+      RunKernel(R"({"tiling":[3,2,3],"tiled_dim":"F","activation":"silu"})", &inputs).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("expected m = 4 to be a multiple of the row tile tm = 3")));
+  EXPECT_THAT(
+      RunKernel(R"({"tiling":[2,1,3],"tiled_dim":"F","activation":"silu"})", &inputs).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("expected a tiling over F with td = D = 2 and a tile in [1, 3]; "
+                         "got (2, 1, 3)")));
+  EXPECT_THAT(
+      RunKernel(R"({"tiling":[2,2,3],"tiled_dim":"X","activation":"silu"})", &inputs).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("expected backend_config \"tiled_dim\" \"F\" or \"D\"; got 'X'")));
+  EXPECT_THAT(
+      RunKernel(R"({"tiling":[2,2,3],"tiled_dim":"F","activation":"relu"})", &inputs).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("silu, gelu or clipped_swiglu; got 'relu'")));
   EXPECT_THAT(RunKernel(R"({"tiled_dim":"F","activation":"silu"})", &inputs).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("expected backend_config \"tiling\":[tm,td,tf]")));
@@ -176,8 +176,8 @@ int ExpectAllPass(const std::vector<ValidationResult>& results) {
   for (const ValidationResult& r : results) {
     EXPECT_FALSE(r.skipped) << r.router << " " << r.routing << " " << r.phase << " " << r.devices
                             << ": " << r.message;
-    EXPECT_TRUE(r.pass || r.skipped) << r.router << " " << r.routing << " " << r.phase << " "
-                                     << r.devices << ": " << r.message;
+    EXPECT_TRUE(r.pass || r.skipped)
+        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
     passed += r.pass ? 1 : 0;
   }
   return passed;
@@ -190,8 +190,8 @@ TEST(FusedExpertFfnTest, ValidateSuitePassesEveryCaseTiledOverF) {
 }
 
 TEST(FusedExpertFfnTest, ValidateSuitePassesTiledOverDWithPaddedRows) {
-  SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend},
-                       .devices = {1, 2}};
+  SuiteOptions options{
+      .base = NanoSpec(Phase::kForward), .backends = {kBackend}, .devices = {1, 2}};
   options.base.knobs.fused_tiling = FusedFfnTiling::kOverD;
   options.base.knobs.fused_tile = 16;
   options.base.knobs.wi.fwd.tm = 24;  // 128 -> 144 rows (64 -> 72)
@@ -336,8 +336,8 @@ TEST(FusedExpertFfnTest, PoisonedPaddingRowsNeverReachAnOutput) {
 }
 
 TEST(FusedExpertFfnTest, SquareModelPassesAndATransposedWeightFails) {
-  SuiteOptions options{.base = SquareSpec(Phase::kForward), .backends = {kBackend},
-                       .devices = {1, 2}};
+  SuiteOptions options{
+      .base = SquareSpec(Phase::kForward), .backends = {kBackend}, .devices = {1, 2}};
   EXPECT_EQ(ExpectAllPass(RunSuite(options)), 80);
   ReferenceCache cache;
 
@@ -372,8 +372,7 @@ TEST(FusedExpertFfnTest, SquareModelPassesAndATransposedWeightFails) {
     Instruction* mutated = nullptr;
     for (const Instruction* call : Calls(*step->module, kGmmTarget)) {
       if (call->operand(1)->name() == "wi_0" &&
-          call->attributes().backend_config->find("\"transpose_rhs\":false") !=
-              std::string::npos) {
+          call->attributes().backend_config->find("\"transpose_rhs\":false") != std::string::npos) {
         ASSERT_EQ(mutated, nullptr) << "one recompute gmm of wi_0 expected";
         mutated = const_cast<Instruction*>(call);
       }
@@ -384,10 +383,9 @@ TEST(FusedExpertFfnTest, SquareModelPassesAndATransposedWeightFails) {
                    std::string("\"transpose_rhs\":false").size(), "\"transpose_rhs\":true");
     ValidationResult r = ValidateLowered(*step, ValidationCase{.spec = step->spec}, cache);
     EXPECT_FALSE(r.pass);
-    EXPECT_THAT(r.message,
-                AllOf(HasSubstr("static check"), HasSubstr(mutated->name()),
-                      HasSubstr("(D, size 40) vs rhs wi_0 dimension 2 (F, size 40)"),
-                      HasSubstr("known_bugs.md #1")));
+    EXPECT_THAT(r.message, AllOf(HasSubstr("static check"), HasSubstr(mutated->name()),
+                                 HasSubstr("(D, size 40) vs rhs wi_0 dimension 2 (F, size 40)"),
+                                 HasSubstr("known_bugs.md #1")));
   }
 }
 

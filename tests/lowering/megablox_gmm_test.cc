@@ -4,8 +4,8 @@
 // Model nano (D = 40, F = 56, E = 12, K = 2), batch 4 × seq 16 = 64 tokens; on one device the
 // kernels see m = T·K = 128 sorted rows (64 with the K = 1 sigmoid_prescale router).
 #include <cmath>
-#include <set>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,8 +58,8 @@ int ExpectAllPass(const std::vector<ValidationResult>& results) {
   for (const ValidationResult& r : results) {
     EXPECT_FALSE(r.skipped) << r.router << " " << r.routing << " " << r.phase << " " << r.devices
                             << ": " << r.message;
-    EXPECT_TRUE(r.pass || r.skipped) << r.router << " " << r.routing << " " << r.phase << " "
-                                     << r.devices << ": " << r.message;
+    EXPECT_TRUE(r.pass || r.skipped)
+        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
     passed += r.pass ? 1 : 0;
   }
   return passed;
@@ -74,8 +74,8 @@ TEST(MegabloxGmmTest, ValidateSuitePassesEveryCase) {
 TEST(MegabloxGmmTest, ValidateSuitePassesWithPaddedRows) {
   // wi.fwd tm = 24 does not divide the rows, so every call pads: m = 128 -> 144 on one device
   // (64 -> 72 with K = 1), 64 -> 72 on two (32 -> 48). The other tiles are clamped to 144 / 72.
-  SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend},
-                       .devices = {1, 2}};
+  SuiteOptions options{
+      .base = NanoSpec(Phase::kForward), .backends = {kBackend}, .devices = {1, 2}};
   options.base.knobs.wi.fwd.tm = 24;
   options.base.knobs.wi.dlhs.tm = 24;
   EXPECT_EQ(ExpectAllPass(RunSuite(options)), 80);
@@ -83,8 +83,8 @@ TEST(MegabloxGmmTest, ValidateSuitePassesWithPaddedRows) {
 
 struct KernelCall {
   std::string target;
-  std::vector<int64_t> lhs;     // operand 0 dims
-  std::string rhs;              // operand 1: the weight's parameter name, or "" (tgmm)
+  std::vector<int64_t> lhs;  // operand 0 dims
+  std::string rhs;           // operand 1: the weight's parameter name, or "" (tgmm)
   std::vector<int64_t> result;
   std::string config;
 };
@@ -135,15 +135,15 @@ TEST(MegabloxGmmTest, BackendConfigCarriesTheClampedTilingOfEachKernelOnPaddedRo
                       "{\"tiling\":[" + tiling + "],\"group_offset\":0}"};
   };
   const std::vector<KernelCall> want = {
-      gmm({144, 40}, "wi_0", {144, 56}, "24,40,32", false),   // h0
-      gmm({144, 40}, "wi_1", {144, 56}, "24,40,32", false),   // h1
-      gmm({144, 56}, "wo", {144, 40}, "144,56,40", false),    // out
-      gmm({144, 40}, "wo", {144, 56}, "144,8,16", true),      // da
-      tgmm({56, 144}, {12, 56, 40}, "16,56,40"),              // d_wo
-      tgmm({40, 144}, {12, 40, 56}, "72,40,8"),               // d_wi_0
-      tgmm({40, 144}, {12, 40, 56}, "72,40,8"),               // d_wi_1
-      gmm({144, 56}, "wi_0", {144, 40}, "48,16,40", true),    // d_rows from dh0
-      gmm({144, 56}, "wi_1", {144, 40}, "48,16,40", true),    // d_rows from dh1
+      gmm({144, 40}, "wi_0", {144, 56}, "24,40,32", false),  // h0
+      gmm({144, 40}, "wi_1", {144, 56}, "24,40,32", false),  // h1
+      gmm({144, 56}, "wo", {144, 40}, "144,56,40", false),   // out
+      gmm({144, 40}, "wo", {144, 56}, "144,8,16", true),     // da
+      tgmm({56, 144}, {12, 56, 40}, "16,56,40"),             // d_wo
+      tgmm({40, 144}, {12, 40, 56}, "72,40,8"),              // d_wi_0
+      tgmm({40, 144}, {12, 40, 56}, "72,40,8"),              // d_wi_1
+      gmm({144, 56}, "wi_0", {144, 40}, "48,16,40", true),   // d_rows from dh0
+      gmm({144, 56}, "wi_1", {144, 40}, "48,16,40", true),   // d_rows from dh1
   };
   auto key = [](const KernelCall& c) {
     std::string k = c.target + " " + c.rhs + " " + c.config;
@@ -250,8 +250,8 @@ TEST(MegabloxGmmTest, PoisonedPaddingRowsNeverReachAnOutput) {
 }
 
 TEST(MegabloxGmmTest, SquareModelPassesAndATransposedWeightFails) {
-  SuiteOptions options{.base = SquareSpec(Phase::kForward), .backends = {kBackend},
-                       .devices = {1, 2}};
+  SuiteOptions options{
+      .base = SquareSpec(Phase::kForward), .backends = {kBackend}, .devices = {1, 2}};
   EXPECT_EQ(ExpectAllPass(RunSuite(options)), 80);
 
   // Mutation: the forward wi_0 gmm reads its [E, D, F] weight as [E, F, D] (transpose_rhs

@@ -1,0 +1,122 @@
+// From a measurement row to the scenario perfsim simulates for it.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(MappedRow mapped, MapMeasurement(row));
+//   if (!mapped.scenario) std::cout << row.id << " skipped: " << mapped.skipped_reason;
+//
+// Categories (the `category` column) and what they become:
+//   kernel_grouped_gemm  one grouped-matmul call (sim/cost/grouped_matmul.h) on one device.
+//       Shapes from op_shape: "groups=G; M_per_group=M; N=..; K=.." (rows per group),
+//       "group_sizes=[a,b,...]", "m=..; groups=.." (rows split as evenly as possible), or
+//       "rhs (E=64, K x N=4096x2048)" with the tokens cell "touched groups x rows = 30x3"
+//       (the touched groups evenly spread over E). "op=fwd|dlhs|drhs" picks the forward gmm,
+//       the input-gradient gmm (k and n swapped) or the weight-gradient tgmm; default fwd.
+//       Tiling: on a GPU one 128-row tile spanning all of k and n. The grouped-matmul model's
+//       block re-reads describe a TPU kernel streaming through VMEM; a GPU's L2 (50 MiB on
+//       Hopper) keeps the blocks a wave re-reads, so HBM sees each operand about once, which is
+//       what DeepGEMM's own memory_bw figure counts; 128 rows is the block M its contiguous
+//       layout aligns groups to. On a TPU, gmm_v2 (backend_kernel names it) gets its default
+//       tiling (shared/reference/backends.md 1b): tm = 128·min(⌈16/lhs bits⌉,2) /
+//       min(⌈16/rhs bits⌉,2) clipped to m, tk = k and tn = n rounded up to 128, then tn and
+//       then tk halved (floors 512 and 128) until sim/fit says the kernel fits its VMEM limit;
+//       any other TPU kernel gets (128, 128, 128), the ragged-dot tiling `perfsim predict` uses.
+//       Metric: TFLOP/s (useful flops over time) or a time.
+//   kernel_ep_comm  an expert-parallel dispatch or combine (DeepEP-style) of `tokens` per rank
+//       of D-wide tokens, top-K over E experts spread evenly over the ranks. FP8 tokens carry
+//       one f32 scale per 128 elements (D + 4·⌈D/128⌉ bytes), BF16 2·D. Routing: uniform top-K;
+//       "node-limited ... top-N groups" in backend_kernel first picks N of the nodes (min(N,
+//       nodes)), as DeepSeek-V3 limits a token to 4 nodes. One node: a routed all-to-all over
+//       NVLink (sim/comm/traffic.h, direct factor). Several nodes: the hierarchical exchange
+//       DeepEP's internode kernels do, in two pipelined stages: each token crosses InfiniBand
+//       once per remote node it needs, to the GPU of the same local index (costed at the
+//       hierarchical factor), then NVLink forwards it to the ranks it needs there (direct
+//       factor); time = fixed cost + the slower stage's transfer + both stages' latency.
+//       Metric: GB/s = bytes on the bottleneck link the metric names (NVLink, or RDMA / IB) per
+//       second, as DeepEP defines its bandwidth; or a time.
+//   collective  NCCL / XLA collectives. op_shape "AllGather over Y (size 4) of bf16[2048, 8192]"
+//       on a TPU slice "8x4": the group is the devices along that axis, bytes the array's
+//       (sim/comm/collectives.h). Without an op_shape the collective is named in metric, derived
+//       or notes ("all-to-all", "alltoall", "all-gather", "all-reduce", "reduce-scatter") over
+//       every chip of num_chips ("2+ nodes": 2 nodes), with a 1 GiB buffer per rank (the large-
+//       message end of an nccl-tests sweep). Metric: a time; "busBw" (algorithm bytes·(n−1)/n
+//       per second, 2(n−1)/n for all-reduce); or "IB bandwidth per NIC" (bytes on one NIC per
+//       second).
+// Anything else — another category, a chip that is not built in, a unit that does not fit the
+// metric, a missing shape — is a skipped row with its reason. A cell that is present but
+// malformed where a number must be (e.g. "N=4O96") is an InvalidArgument "file:line:col: ...".
+#ifndef PERFSIM_SIM_ACCURACY_SCENARIO_H_
+#define PERFSIM_SIM_ACCURACY_SCENARIO_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/accuracy/measurement.h"
+#include "sim/cost/grouped_matmul.h"
+#include "sim/ir/primitive_type.h"
+
+namespace perfsim {
+
+// What quantity of the simulation the row measured.
+enum class ScenarioMetric {
+  kTime,           // seconds, shown in the row's time unit
+  kThroughput,     // useful flops per second
+  kLinkBandwidth,  // bytes on the bottleneck link per second
+  kBusBandwidth,   // NCCL bus bandwidth
+};
+
+struct GroupedGemmScenario {
+  GroupedMatmulSpec spec;
+  std::string tiling_rule;  // "GPU: one 128-row tile over all of k and n", ...
+};
+
+enum class EpOp { kDispatch, kCombine };
+enum class LinkClass { kNvlink, kScaleOut };
+
+struct EpCommScenario {
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 1;
+  int64_t tokens_per_rank = 0;
+  int64_t hidden = 0;
+  int64_t top_k = 0;
+  int64_t experts = 0;
+  int64_t node_limit = 0;  // 0: no limit
+  EpOp op = EpOp::kDispatch;
+  PrimitiveType dtype = PrimitiveType::kBF16;
+  double bytes_per_token = 0;
+  LinkClass bottleneck = LinkClass::kNvlink;  // the link a bandwidth metric names
+};
+
+enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
+
+struct CollectiveScenario {
+  CollectiveKind kind = CollectiveKind::kAllGather;
+  std::string slice;            // Topology::Create slice shape: "8x4", "2x8", "8"
+  std::vector<int64_t> group;   // device ids
+  double bytes = 0;             // per device, as sim/comm/collectives.h defines for the kind
+  std::string link_dimension;   // kLinkBandwidth: the topology dimension whose link is measured
+};
+
+struct Scenario {
+  std::string chip;  // built-in chip name
+  std::variant<GroupedGemmScenario, EpCommScenario, CollectiveScenario> what;
+  ScenarioMetric metric = ScenarioMetric::kTime;
+  MeasurementUnit unit = MeasurementUnit::kMicroseconds;
+  std::string description;  // one line: what is simulated
+};
+
+struct MappedRow {
+  std::optional<Scenario> scenario;
+  std::string skipped_reason;  // set when scenario is empty
+};
+
+absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row);
+
+// "all-gather", "reduce-scatter", "all-reduce", "all-to-all".
+absl::string_view CollectiveKindName(CollectiveKind kind);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_ACCURACY_SCENARIO_H_

@@ -1,0 +1,77 @@
+// Forgiving readers for the free-text cells of published measurements.
+//
+//   ParseKeyValues("groups=4; M_per_group=8192; N=4096; K=7168")
+//     -> {{"groups","4"}, {"M_per_group","8192"}, {"N","4096"}, {"K","7168"}}, phrases {}
+//   ParseKeyValues("rhs (E=64, K x N=4096x2048); touched weight bytes 240 MiB")
+//     -> {{"E","64"}, {"K x N","4096x2048"}}, phrases {"rhs", "touched weight bytes 240 MiB"}
+//   LeadingInteger("4096 tokens per rank") -> 4096
+//   ParseDimsPair("30x3") -> {30, 3};  FindSliceShape("8x4 slice (no wraparound)") -> "8x4"
+//   ParseByteSize("33.5 MB") -> 33.5e6;  ParseByteSize("240 MiB") -> 251658240
+//   ResolveHardwareName("TPU v7x (one TensorCore)") -> "tpu_v7x"
+//   FindDtypeWord("dispatch FP8, combine BF16", "combine") -> kBF16
+//
+// Each returns nullopt (or empty) when the text does not have the expected form; the caller
+// decides whether that is an error or a reason to skip the row.
+#ifndef PERFSIM_SIM_ACCURACY_TEXT_FIELDS_H_
+#define PERFSIM_SIM_ACCURACY_TEXT_FIELDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "sim/ir/primitive_type.h"
+
+namespace perfsim {
+
+struct KeyValues {
+  std::vector<std::pair<std::string, std::string>> pairs;  // trimmed, in order
+  std::vector<std::string> phrases;                        // pieces without '='
+
+  // The value of the first key equal to one of `keys` (exact match), or nullopt.
+  std::optional<std::string> Find(std::initializer_list<absl::string_view> keys) const;
+};
+
+// Splits at ';', ',', '(' and ')' (not inside [...]); pieces with '=' become key/value pairs
+// (split at the first '='), other non-empty pieces phrases.
+KeyValues ParseKeyValues(absl::string_view text);
+
+// A whole cell that is a non-negative integer ("4096", " 8 "), else nullopt.
+std::optional<int64_t> ParseInteger(absl::string_view text);
+// The integer that starts the text ("4096 tokens per rank" -> 4096, "2+ nodes" -> 2).
+std::optional<int64_t> LeadingInteger(absl::string_view text);
+// The integer right before `word` ("... 4 nodes" with word "node" -> 4), or nullopt.
+std::optional<int64_t> IntegerBefore(absl::string_view text, absl::string_view word);
+// "AxB" (also "A x B", "A×B") as two positive integers.
+std::optional<std::pair<int64_t, int64_t>> ParseDimsPair(absl::string_view text);
+// The first "AxB[xC...]" token of positive integers in the text ("8x4 slice ..." -> "8x4").
+std::optional<std::string> FindSliceShape(absl::string_view text);
+// "240 MiB", "33.5 MB", "1 GiB", "4096 B", "2 KB" -> bytes (decimal k/M/G/T, binary Ki/Mi/Gi/Ti).
+std::optional<double> ParseByteSize(absl::string_view text);
+// The first byte size found anywhere in the text ("touched weight bytes 240 MiB" -> 240 MiB).
+std::optional<double> FindByteSize(absl::string_view text);
+
+// A built-in chip name for a hardware cell ("H800 SXM5" -> "gpu_h800", "TPU v5e" -> "tpu_v5e",
+// "gpu_h100" -> "gpu_h100"): the cell's words, lower-cased, contain the chip's model token
+// ("h800", "v5e") and, for TPUs, "tpu". nullopt when no built-in chip matches.
+std::optional<std::string> ResolveHardwareName(absl::string_view text);
+
+// A dtype word: "bf16", "fp8" / "f8" / "e4m3" (f8e4m3fn), "e5m2", "fp16" / "f16", "fp32" / "f32",
+// "int8"; nullopt otherwise. Case-insensitive.
+std::optional<PrimitiveType> ParseDtypeWord(absl::string_view word);
+// The dtype word that follows `label` in the text ("lhs bf16 (M,4096); rhs fp8" with label
+// "rhs" -> f8e4m3fn; "FP8 e4m3 in" with label "" -> the first dtype word). nullopt if none.
+std::optional<PrimitiveType> FindDtypeWord(absl::string_view text, absl::string_view label);
+// The dtype word that precedes `label` ("FP8 e4m3 in (...), BF16 out" with label "out" -> bf16).
+std::optional<PrimitiveType> FindDtypeWordBefore(absl::string_view text, absl::string_view label);
+
+// Lower-cased words of the text: runs of ASCII letters, digits, '_' and '.'.
+std::vector<std::string> Words(absl::string_view text);
+// Whether the lower-cased text contains `needle` (lower-case).
+bool ContainsNoCase(absl::string_view text, absl::string_view needle);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_ACCURACY_TEXT_FIELDS_H_
