@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include "absl/strings/str_cat.h"
+#include "sim/fit/module_fit.h"
 
 namespace perfsim {
 namespace {
@@ -23,6 +24,8 @@ commands:
   predict            step time of the MoE layer on a cluster (default: DeepSeek-V3 on v7x)
   lower --backend NAME      print the per-device HLO a backend lowers the MoE step to
   validate [--backend NAME|all]  every backend against the dense reference, fwd and bwd
+  accuracy FILE.csv  predicted vs measured rows (physics, calibrated, leave-one-out)
+  calibrate FILE.csv fit the hardware files' efficiency factors on measurements
 
 Run 'perfsim <command> --help' for the flags of a command.
 Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error.
@@ -33,6 +36,8 @@ Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error.
 int ReportStatus(const absl::Status& status, CliIo& io) {
   if (status.ok()) return kExitOk;
   io.err << "perfsim: " << status.message() << "\n";
+  // A kernel tiling that does not fit is a failed check whatever its code (cli.h).
+  if (IsMisfit(status)) return kExitCheckFailed;
   switch (status.code()) {
     case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnknown:
@@ -65,6 +70,8 @@ int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostr
   if (command == "lower") return RunLowerCommand(rest, io);
   if (command == "validate") return RunValidateCommand(rest, io);
   if (command == "predict") return RunPredictCommand(rest, io);
+  if (command == "accuracy") return RunAccuracyCommand(rest, io);
+  if (command == "calibrate") return RunCalibrateCommand(rest, io);
   err << "perfsim: unknown command '" << command << "'\n\n" << kUsage;
   return kExitBadInput;
 }

@@ -37,8 +37,12 @@ struct CliIo {
 int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
                std::ostream& err);
 
-// Prints "perfsim: <message>" to io.err and returns the exit code for the status's code:
-// internal and unknown errors give 3, every other error 2 (input caused it), OK gives 0.
+// Prints "perfsim: <message>" to io.err and returns the exit code for the status: OK gives 0;
+// a status marked as a failed check gives 1 whatever its code — today the fit check's misfit,
+// marked with the payload sim/fit/module_fit.h kMisfitPayloadUrl (IsMisfit), e.g. a lowering
+// whose kernel tiling does not fit VMEM in `perfsim predict`; internal, unknown and data-loss
+// errors give 3; every other error 2 (input caused it), RESOURCE_EXHAUSTED without the mark
+// (the interpreter's memory budget) included.
 int ReportStatus(const absl::Status& status, CliIo& io);
 
 // Subcommands. `args` excludes the subcommand name itself.
@@ -51,6 +55,8 @@ int RunCostCommand(const std::vector<std::string>& args, CliIo& io);
 int RunLowerCommand(const std::vector<std::string>& args, CliIo& io);
 int RunValidateCommand(const std::vector<std::string>& args, CliIo& io);
 int RunPredictCommand(const std::vector<std::string>& args, CliIo& io);
+int RunAccuracyCommand(const std::vector<std::string>& args, CliIo& io);
+int RunCalibrateCommand(const std::vector<std::string>& args, CliIo& io);
 
 }  // namespace perfsim
 

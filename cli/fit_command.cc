@@ -25,7 +25,7 @@ namespace {
 
 constexpr char kFitUsage[] =
     R"(usage: perfsim fit --kernel NAME --hw NAME --shape m,k,n[,groups] --dtype lhs,rhs,out
-                   (--tiling tm,tk,tn | --search) [--format=table|json] [kernel options]
+                   [--tiling tm,tk,tn] [--search] [--format=table|json] [kernel options]
 
 Checks whether a kernel's tiling fits on-chip memory (VMEM, SMEM, SparseCore memory or GPU
 shared memory) before a compile fails with "Ran out of memory in memory space vmem"; with
@@ -41,9 +41,21 @@ shared memory) before a compile fails with "Ran out of memory in memory space vm
   --dtype      lhs,rhs,out element types (bf16, f32, f16, s8/int8, f8e4m3fn/fp8, s4/int4), or
                one type for all three
   --tiling     tm,tk,tn; fused_ffn_*: tm,td,tf (the untiled one equal to its dimension);
-               ragged_gather: rows per step,D chunk; gpu_grouped_gemm: CTA tile M,K,N
-  --search     enumerate legal tilings; print the fastest that fits and the runners-up
-               (ranked by a roofline proxy until the cost model exists; sim/fit/tiling_cost.h)
+               ragged_gather: rows per step,D chunk; gpu_grouped_gemm: CTA tile M,K,N.
+               Without --tiling and --search, the kernel's default tiling, each tile clamped
+               to its dimension:
+                 gmm, tgmm           128,128,128: megablox's tiling default (gmm.py signature,
+                                     shared/reference/backends.md 1b)
+                 fused_ffn_f_tiled   512,D,1024 and fused_ffn_d_tiled 512,1024,F: perfsim's
+                                     fused_expert_ffn lowering defaults (MaxText's 512 / 1024
+                                     tiles, backends.md 1a; sim/lowering/fused_expert_ffn.cc)
+               gmm_v2, tgmm_v2 (tiles chosen by a heuristic to fit the limit), ragged_gather
+               and gpu_grouped_gemm have no default: give --tiling or --search
+  --search     enumerate legal tilings; print the fastest that fits and the runners-up, ranked
+               by the cost model (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes
+               unknown: tiles_m + groups - 1 visited m-tiles, tile waste, weight re-reads when
+               tk < k) for gmm*, tgmm* and fused_ffn_*; by a roofline proxy for ragged_gather
+               and gpu_grouped_gemm, which the cost model cannot price (sim/fit/tiling_cost.h)
   --top N      runners-up to list with --search (default 5)
   --vmem-limit BYTES  replace the VMEM limit (default: the chip's scoped VMEM limit for gmm and
                tgmm, 0.9 x physical VMEM for the others); suffixes KiB, MiB, GiB (or K, M, G)
@@ -304,41 +316,41 @@ std::string Bound(const TilingCostEstimate& c) {
 
 std::string Micros(double seconds) { return fmt::format("{:.1f} us", seconds * 1e6); }
 
+// JSON: the chosen tiling's report at top level (the fastest that fits, or, when nothing
+// fits, the smallest footprint), its estimate, the search summary and the runners-up.
+void PrintSearchJson(const KernelProblem& problem, const Chip& chip, const TilingSearchResult& s,
+                     std::ostream& out) {
+  const bool found = s.best.has_value();
+  const FitReport& chosen = found ? *s.best : *s.smallest_misfit;
+  std::vector<std::string> runners;
+  for (const RankedTiling& r : s.runners_up) {
+    runners.push_back(
+        fmt::format("    {{\"tiling\": {}, \"required_bytes\": {}, \"estimated_seconds\": {}}}",
+                    JsonTiling(r.tiling), r.required_bytes, FormatDouble(r.cost.seconds)));
+  }
+  out << "{\n" << ProblemJsonFields(problem, chip.name());
+  out << "  \"search\": {\"candidates\": " << s.candidates << ", \"fitting\": " << s.fitting
+      << ", \"chosen\": "
+      << JsonString(found ? "fastest fitting tiling" : "smallest footprint; nothing fits")
+      << ", \"cost_model\": " << JsonString(TilingCostModelName(problem.kernel)) << "},\n";
+  if (found) out << CostJsonFields(s.best_cost, "  ");
+  out << ReportJsonFields(chosen, "  ") << ",\n";
+  out << "  \"runners_up\": [" << (runners.empty() ? "" : "\n") << absl::StrJoin(runners, ",\n")
+      << (runners.empty() ? "" : "\n  ") << "]\n}\n";
+}
+
 int PrintSearch(const KernelProblem& problem, const Chip& chip, const TilingSearchResult& s,
                 const std::string& format, CliIo& io) {
   const bool found = s.best.has_value();
   if (format == "json") {
-    std::vector<std::string> runners;
-    for (const RankedTiling& r : s.runners_up) {
-      runners.push_back(
-          fmt::format("    {{\"tiling\": {}, \"required_bytes\": {}, \"estimated_seconds\": {}}}",
-                      JsonTiling(r.tiling), r.required_bytes, FormatDouble(r.cost.seconds)));
-    }
-    io.out << "{\n" << ProblemJsonFields(problem, chip.name());
-    io.out << "  \"fits\": " << (found ? "true" : "false") << ",\n";
-    io.out << "  \"search\": {\"candidates\": " << s.candidates << ", \"fitting\": " << s.fitting
-           << ", \"cost_model\": " << JsonString(TilingCostModelName()) << "},\n";
-    if (found) {
-      io.out << "  \"best\": {\n"
-             << CostJsonFields(s.best_cost, "    ") << ReportJsonFields(*s.best, "    ")
-             << "\n  },\n";
-    } else {
-      io.out << "  \"best\": null,\n";
-    }
-    io.out << "  \"runners_up\": [" << (runners.empty() ? "" : "\n")
-           << absl::StrJoin(runners, ",\n") << (runners.empty() ? "" : "\n  ") << "]";
-    if (s.smallest_misfit.has_value()) {
-      io.out << ",\n  \"smallest_misfit\": {\n"
-             << ReportJsonFields(*s.smallest_misfit, "    ") << "\n  }";
-    }
-    io.out << "\n}\n";
+    PrintSearchJson(problem, chip, s, io.out);
     return found ? kExitOk : kExitCheckFailed;
   }
   const FitReport& any = found ? *s.best : *s.smallest_misfit;
   io.out << Header(any) << "\n";
   io.out << fmt::format("search: {} legal tilings, {} fit {} ({})\n", s.candidates, s.fitting,
                         FormatBytes(s.limits.limit_bytes), s.limits.limit_source);
-  io.out << "ranked by " << TilingCostModelName() << "\n";
+  io.out << "ranked by " << TilingCostModelName(problem.kernel) << "\n";
   if (!found) {
     io.out << "no tiling fits; the smallest footprint is tiling " << TilingToString(any.tiling)
            << ":\n";
@@ -360,11 +372,18 @@ int PrintSearch(const KernelProblem& problem, const Chip& chip, const TilingSear
   return kExitOk;
 }
 
-int PrintFit(const FitReport& r, const std::string& format, CliIo& io) {
+// `tiling_source`: "given", or where the default tiling comes from.
+int PrintFit(const FitReport& r, absl::string_view tiling_source, const std::string& format,
+             CliIo& io) {
   if (format == "json") {
-    io.out << "{\n" << ProblemJsonFields(r.problem, r.chip) << ReportJsonFields(r, "  ") << "\n}\n";
+    io.out << "{\n"
+           << ProblemJsonFields(r.problem, r.chip)
+           << "  \"tiling_source\": " << JsonString(tiling_source) << ",\n"
+           << ReportJsonFields(r, "  ") << "\n}\n";
   } else {
-    io.out << Header(r) << ", tiling " << TilingToString(r.tiling) << "\n";
+    io.out << Header(r) << ", tiling " << TilingToString(r.tiling);
+    if (tiling_source != "given") io.out << " (no --tiling: " << tiling_source << ")";
+    io.out << "\n";
     PrintReport(r, io.out);
   }
   return r.fits ? kExitOk : kExitCheckFailed;
@@ -401,8 +420,8 @@ absl::StatusOr<FitRequest> ParseRequest(const ParsedFlags& flags) {
   PERFSIM_ASSIGN_OR_RETURN(p.dtypes, ParseDtypes(flags.Get("dtype")));
   PERFSIM_ASSIGN_OR_RETURN(p.options, ParseOptions(flags, p.kernel));
   request.search = flags.Has("search");
-  if (request.search == flags.Has("tiling")) {
-    return UsageError("fit: expected exactly one of --tiling and --search");
+  if (request.search && flags.Has("tiling")) {
+    return UsageError("fit: expected at most one of --tiling and --search; got both");
   }
   if (flags.Has("tiling")) {
     const bool gather = p.kernel == KernelKind::kRaggedGather;
@@ -479,10 +498,22 @@ int RunFitCommand(const std::vector<std::string>& args, CliIo& io) {
     }
     return PrintSearch(request->problem, *chip, *result, format, io);
   }
+  absl::string_view tiling_source = "given";
+  if (!request->tiling.has_value()) {
+    const KernelKind kernel = request->problem.kernel;
+    request->tiling = DefaultTiling(request->problem);
+    tiling_source = DefaultTilingSource(kernel);
+    if (!request->tiling.has_value()) {
+      return ReportStatus(
+          UsageError(absl::StrCat("fit: ", KernelName(kernel), " has ", tiling_source,
+                                  "; expected --tiling or --search; got neither")),
+          io);
+    }
+  }
   absl::StatusOr<FitReport> report =
       CheckFit(request->problem, *request->tiling, *chip, request->vmem_limit_bytes);
   if (!report.ok()) return ReportStatus(report.status(), io);
-  return PrintFit(*report, format, io);
+  return PrintFit(*report, tiling_source, format, io);
 }
 
 }  // namespace perfsim

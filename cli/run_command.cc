@@ -1,16 +1,18 @@
 // `perfsim run FILE.hlo`: interprets a module on CPU and summarises its outputs.
 //
 // The summary is meant to be compared across runs, machines and with NumPy, so every figure in
-// it is defined bit-exactly (see the checksum in kRunUsage). Only the peak of live buffers of a
-// multi-device run depends on the order the device threads happened to run in; it says so.
+// it is defined bit-exactly (see the checksum in kRunUsage), the memory need included: it comes
+// from a static liveness pass over the program, not from watching the threads run.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -62,9 +64,9 @@ values. FILE may be '-' for standard input.
   --save-outputs DIR writes output i of device d to DIR/out_<d>_<i>.npy (DIR is created).
                      Tuple outputs are flattened depth-first, as the indices below are.
   --memory-budget B  the most bytes of buffers alive at once, all devices together; a run
-                     needing more stops with an error. Plain bytes or with a unit: 512MiB,
-                     8GiB, 1.5GB (KiB MiB GiB TiB are powers of 1024, KB MB GB TB of 1000).
-                     Default 4GiB.
+                     needing more is refused before it starts (inputs are not even made).
+                     Plain bytes or with a unit: 512MiB, 8GiB, 1.5GB (KiB MiB GiB TiB are
+                     powers of 1024, KB MB GB TB of 1000). Default 4GiB.
   --threads N        device threads at once; 0 (default) is one per device. Outputs do not
                      depend on it.
   --format json      machine-readable output (same fields).
@@ -72,6 +74,7 @@ values. FILE may be '-' for standard input.
 Random inputs (without --inputs), independent per device and parameter, from a SplitMix64
 stream of (seed, device, parameter):
   floating point   uniform in [-1, 1), rounded to nearest even into the type
+  complex          real and imaginary parts each uniform in [-1, 1)
   pred             true with probability 1/2
   integers         uniform in [0, 8), except values the module uses as indices:
                    ragged-dot / perfsim.gmm / perfsim.tgmm / perfsim.fused_ffn group sizes:
@@ -86,12 +89,20 @@ bytes per element, bf16 and f8 as their bit patterns, pred as one byte 0/1 -- ex
 bytes of the .npy that --save-outputs writes. From NumPy (on a little-endian machine):
   h = 0xcbf29ce484222325
   for b in np.load('out_0_0.npy').tobytes(): h = ((h ^ b) * 0x100000001b3) % 2**64
-NaN / Inf: elements that are NaN / +-infinity (0 for non-floating types). First values: the
-first 4 elements in row-major order, with 6 significant digits (JSON: exactly, the shortest
-decimal that reads back as the same value; NaN and infinities as strings). Rows are sorted by
-output, then device: every device gets its line, since SPMD devices compute different data.
-The header also gives the peak of live buffers (compare with --memory-budget); with several
-devices it depends on the order the device threads ran in, everything else is deterministic.
+NaN / Inf: elements that are NaN / +-infinity (0 for integer types; a complex element counts
+when either part is). First values: the first 4 elements in row-major order, with 6
+significant digits, complex ones as (re,im) (JSON: exactly, the shortest decimal that reads
+back as the same value, complex ones as [re, im]; NaN and infinities as strings). Rows are
+sorted by output, then device: every device gets its line, since SPMD devices compute
+different data.
+
+Memory: the header's "memory" line gives what --memory-budget is compared with, the bytes of
+buffers the run holds at its peak: the interpreter's copy of the inputs plus, for each device,
+its constants and the most bytes of instruction results alive at once, each result counted
+from the instruction that makes it to its last use in program order, and the instruction
+running at that peak. It is computed from the program before the run (a static liveness pass
+over the schedule the interpreter follows), so it is the same for every run of the same
+module, devices and inputs, whatever --threads says.
 
 Exit codes: 0 the run finished; 2 bad input: an unreadable or invalid module, a missing .npy,
 one of the wrong dtype or shape, the wrong number of them, a bad flag, or a run the
@@ -316,13 +327,35 @@ uint64_t Fnv1a64(absl::Span<const uint8_t> bytes) {
   return hash;
 }
 
+// Real and imaginary part of element i of a complex array (stored real part first).
+std::pair<double, double> ComplexAt(const Literal& literal, int64_t i) {
+  const uint8_t* p = literal.data().data() + i * ByteWidth(literal.shape().element_type());
+  if (literal.shape().element_type() == PrimitiveType::kC64) {
+    float parts[2];
+    std::memcpy(parts, p, sizeof(parts));
+    return {parts[0], parts[1]};
+  }
+  double parts[2];
+  std::memcpy(parts, p, sizeof(parts));
+  return {parts[0], parts[1]};
+}
+
 OutputSummary Summarize(int64_t device, int64_t index, const Literal& literal) {
   OutputSummary s{device, index, &literal, Fnv1a64(literal.data()), 0, 0};
-  if (!IsFloatingPoint(literal.shape().element_type())) return s;
+  const PrimitiveType type = literal.shape().element_type();
   for (int64_t i = 0; i < literal.element_count(); ++i) {
-    const double v = literal.GetAsDouble(i);
-    if (std::isnan(v)) ++s.nan_count;
-    if (std::isinf(v)) ++s.inf_count;
+    if (IsComplex(type)) {
+      const auto [re, im] = ComplexAt(literal, i);
+      if (std::isnan(re) || std::isnan(im)) {
+        ++s.nan_count;
+      } else if (std::isinf(re) || std::isinf(im)) {
+        ++s.inf_count;
+      }
+    } else if (IsFloatingPoint(type)) {
+      const double v = literal.GetAsDouble(i);
+      if (std::isnan(v)) ++s.nan_count;
+      if (std::isinf(v)) ++s.inf_count;
+    }
   }
   return s;
 }
@@ -337,21 +370,40 @@ void Flatten(const Literal& literal, std::vector<const Literal*>* out) {
 
 std::string ChecksumText(uint64_t checksum) { return fmt::format("{:016x}", checksum); }
 
-// Element i as text: integers exactly, pred as 0/1, floats with 6 significant digits or, when
-// `exact`, as the shortest decimal that reads back as the same double.
-std::string ValueText(const Literal& literal, int64_t i, bool exact) {
-  const PrimitiveType type = literal.shape().element_type();
-  if (!IsFloatingPoint(type)) return absl::StrCat(literal.GetAsInt64(i));
-  const double v = literal.GetAsDouble(i);
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return exact ? FormatDouble(v) : fmt::format("{:.6g}", v);
+// A float as text: 6 significant digits or, when `exact`, the shortest decimal that reads back
+// as the same double; nan, inf and -inf as words (as JSON strings when `json`, since JSON has
+// no such numbers).
+std::string FloatText(double v, bool exact, bool json) {
+  std::string text;
+  if (std::isnan(v)) {
+    text = "nan";
+  } else if (std::isinf(v)) {
+    text = v > 0 ? "inf" : "-inf";
+  } else {
+    return exact ? FormatDouble(v) : fmt::format("{:.6g}", v);
+  }
+  return json ? JsonString(text) : text;
 }
 
-std::vector<std::string> FirstValues(const Literal& literal, bool exact) {
+// Element i as text: integers exactly, pred as 0/1, floats as FloatText, complex numbers as
+// (re,im) or, in JSON, [re, im].
+std::string ValueText(const Literal& literal, int64_t i, bool exact, bool json) {
+  const PrimitiveType type = literal.shape().element_type();
+  if (IsComplex(type)) {
+    const auto [re, im] = ComplexAt(literal, i);
+    return json ? absl::StrCat("[", FloatText(re, exact, json), ", ", FloatText(im, exact, json),
+                               "]")
+                : absl::StrCat("(", FloatText(re, exact, json), ",", FloatText(im, exact, json),
+                               ")");
+  }
+  if (!IsFloatingPoint(type)) return absl::StrCat(literal.GetAsInt64(i));
+  return FloatText(literal.GetAsDouble(i), exact, json);
+}
+
+std::vector<std::string> FirstValues(const Literal& literal, bool exact, bool json) {
   std::vector<std::string> values;
   const int64_t n = std::min(literal.element_count(), kFirstValues);
-  for (int64_t i = 0; i < n; ++i) values.push_back(ValueText(literal, i, exact));
+  for (int64_t i = 0; i < n; ++i) values.push_back(ValueText(literal, i, exact, json));
   return values;
 }
 
@@ -363,15 +415,21 @@ void PrintTable(const Module& module, const RunFlags& run, int64_t num_devices,
       run.input_paths.empty()
           ? absl::StrCat("random inputs (seed ", run.seed, ")")
           : absl::StrCat("inputs from ", run.input_paths.size(), " .npy paths (--inputs)"));
-  out << fmt::format("peak live buffers {} of the {} budget{}\n",
-                     FormatQuantity("bytes", static_cast<double>(result.peak_live_bytes)),
-                     FormatQuantity("bytes", static_cast<double>(run.memory_budget_bytes)),
-                     num_devices > 1 ? " (depends on the order device threads ran in)" : "");
+  const MemoryNeed& memory = result.memory;
+  out << fmt::format(
+      "memory {} of the {} budget: inputs {} + {} device{} x {}, peaking at {}\n",
+      FormatQuantity("bytes", static_cast<double>(memory.total_bytes)),
+      FormatQuantity("bytes", static_cast<double>(run.memory_budget_bytes)),
+      FormatQuantity("bytes", static_cast<double>(memory.input_bytes)), memory.num_devices,
+      memory.num_devices == 1 ? "" : "s",
+      FormatQuantity("bytes", static_cast<double>(memory.device_bytes)),
+      memory.peak_at.empty() ? std::string("the start") : memory.peak_at);
   static constexpr char kRow[] = "{:>6} {:>6}  {:<20} {:<16} {:>6} {:>6}  {}\n";
   out << fmt::format(kRow, "output", "device", "shape", "fnv1a64", "nan", "inf", "first values");
   for (const OutputSummary& s : summaries) {
     const Literal& literal = *s.literal;
-    std::string values = absl::StrJoin(FirstValues(literal, /*exact=*/false), " ");
+    std::string values =
+        absl::StrJoin(FirstValues(literal, /*exact=*/false, /*json=*/false), " ");
     if (literal.element_count() > kFirstValues) absl::StrAppend(&values, " ...");
     out << fmt::format(kRow, s.index, s.device, literal.shape().ToString(false),
                        ChecksumText(s.checksum), s.nan_count, s.inf_count, values);
@@ -391,17 +449,15 @@ void PrintJson(const Module& module, const RunFlags& run, int64_t num_devices,
                                                 ? std::string("\"random\"")
                                                 : "[" + absl::StrJoin(inputs, ", ") + "]");
   out << fmt::format("  \"memory_budget_bytes\": {},\n", run.memory_budget_bytes);
-  out << fmt::format("  \"peak_live_bytes\": {},\n", result.peak_live_bytes);
+  out << fmt::format("  \"memory_need_bytes\": {},\n", result.memory.total_bytes);
+  out << fmt::format("  \"memory_input_bytes\": {},\n", result.memory.input_bytes);
+  out << fmt::format("  \"memory_device_bytes\": {},\n", result.memory.device_bytes);
+  out << fmt::format("  \"memory_peak_at\": {},\n", JsonString(result.memory.peak_at));
   out << "  \"outputs\": [";
   for (size_t i = 0; i < summaries.size(); ++i) {
     const OutputSummary& s = summaries[i];
     const Shape& shape = s.literal->shape();
-    std::vector<std::string> values;
-    for (const std::string& v : FirstValues(*s.literal, /*exact=*/true)) {
-      // JSON has no NaN or infinity; those values are strings.
-      const bool numeric = v != "nan" && v != "inf" && v != "-inf";
-      values.push_back(numeric ? v : JsonString(v));
-    }
+    const std::vector<std::string> values = FirstValues(*s.literal, /*exact=*/true, /*json=*/true);
     out << (i == 0 ? "\n" : ",\n")
         << fmt::format(
                "    {{\"index\": {}, \"device\": {}, \"shape\": {}, \"dtype\": {}, "
@@ -439,17 +495,17 @@ absl::Status Run(const RunFlags& run, CliIo& io) {
                                                    ": expected collectives over at most ",
                                                    kMaxDevices, " devices; got ", num_devices));
   }
-  // Random inputs are made before the interpreter charges them to the budget; refuse a run
-  // whose inputs alone exceed it before allocating them.
-  int64_t input_bytes = 0;
-  for (const Instruction* parameter : module->entry()->parameters()) {
-    input_bytes += parameter->shape().ByteSize();
+  // Refuse a run beyond the budget before making (or reading) its inputs. RunModule checks
+  // again with the input sets it is given; the need is the same.
+  bool per_device_inputs = run.input_paths.empty();
+  for (const std::string& path : run.input_paths) {
+    per_device_inputs = per_device_inputs || absl::StrContains(path, "{d}");
   }
-  if (run.input_paths.empty() && input_bytes > run.memory_budget_bytes / num_devices) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(display_name, ": expected random inputs within the memory budget of ",
-                     run.memory_budget_bytes, " bytes; got ", input_bytes, " bytes on each of ",
-                     num_devices, " devices (raise --memory-budget to run this module)"));
+  absl::StatusOr<MemoryNeed> need =
+      ComputeMemoryNeed(*module, num_devices, per_device_inputs ? num_devices : 1);
+  absl::Status fits = need.ok() ? CheckMemoryBudget(*need, run.memory_budget_bytes) : need.status();
+  if (!fits.ok()) {
+    return absl::Status(fits.code(), absl::StrCat(display_name, ": ", fits.message()));
   }
   std::vector<std::vector<Literal>> inputs;
   if (run.input_paths.empty()) {

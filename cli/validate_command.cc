@@ -23,28 +23,37 @@ namespace {
 
 constexpr char kValidateUsage[] =
     R"(usage: perfsim validate [--backend NAME|all] [--router FAMILY|all] [--routing CASE|all]
-                        [--phase fwd|fwd_bwd|all] [--devices N|all] [--seed S]
+                        [--phase fwd|fwd_bwd|all] [--devices N|all] [--seed S] [--hw NAME]
                         [--format=table|json] [step flags]
        perfsim validate --hlo FILE [--model NAME] [--parallelism ...] [--routing CASE] [--seed S]
 
 Lowers each backend for each router family, routing case, phase and device count, verifies the
-module, runs the static checks (contracting dimensions agree by logical name, grouped weights are
-[G,K,N], receive buffers hold the worst case), interprets it on N virtual devices and compares y
-and every gradient (dx, d_router_w, d_wi_0, d_wi_1, d_wo, shared) with dense_einsum on one device.
-Error = max|got - want| / max|want| per tensor; tolerance 1e-5 for f32 models. A NaN/Inf where the
-reference is finite fails (a poisoned, uninitialised buffer reached an output).
+module, runs the static checks (contracting dimensions agree by logical name; grouped weights
+are [G,K,N]; kernel tiles sit on the dimensions of their role; the router runs in f32; the
+backward reads only the residuals the forward saved, each the very value its forward op
+consumed; receive buffers hold the worst case; group sizes sum to at most the rows), interprets
+it on N virtual devices and compares y and every gradient (dx, d_router_w, d_wi_0, d_wi_1, d_wo,
+d_ws_0, d_ws_1, d_ws_o) with dense_einsum on one device. Modules with ragged all-to-alls also
+run an adversarial routing once (every token to one ep shard; counts = 1 mod align_size).
+Error = max|got - want| / max|want| per tensor; tolerance 1e-5 for f32 models, 2^-8*16 for
+bf16. A NaN/Inf where the reference is finite fails (a poisoned, uninitialised buffer reached an
+output).
 
   --router    model (the model's own) or softmax_topk, softmax_topk_norm, topk_softmax,
               sigmoid_grouped, sigmoid_prescale; default all five families
-  --routing   random, skewed, empty_experts, one_expert; default all
+  --routing   random, skewed, empty_experts, one_expert (the default: all four), or
+              tiny_scores (sigmoid scores ~1e-8), adversarial
   --devices   1, 2, 4, 8 by default; each backend picks its parallelism for N devices
-              (dense_einsum: dp=N; expert-parallel backends: ep as large as E allows), unless
-              --parallelism fixes it
+              (dense_einsum: dp=N; data-parallel backends: dp=N/2 x fsdp=2 from 4 devices;
+              ep_ragged_a2a, ring_of_experts: ep as large as E allows, the rest fsdp), unless
+              --parallelism fixes it (dp, fsdp, ep, tp); the table's "mesh" column says which
   --hw NAME   fit-check every kernel custom-call's tiling against this chip's VMEM first
               (default tpu_v5p); a misfit fails the case with the numbers
-  --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo (then
-              router_bias), output y [tokens, D]; compared with --model's reference MoE on
-              random inputs (x sharded over dp·ep, experts over ep as --parallelism says)
+  --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo, then
+              router_bias (if the model's router has a bias) and ws_0, ws_1, ws_o (if it has a
+              shared expert) -- the order `perfsim lower --phase fwd` prints; output y
+              [tokens, D]; compared with --model's reference MoE on random inputs (x sharded
+              over dp*fsdp*ep, experts over ep, weights' D over fsdp as --parallelism says)
 
 Default model nano (D=40, F=56, E=12, K=2), batch 4, seq 16. Exit 0 when every case passes,
 1 when any fails, 2 for bad input.
@@ -77,11 +86,22 @@ std::string StatusWord(const ValidationResult& r) {
   return r.skipped ? "skip" : r.pass ? "pass" : "FAIL";
 }
 
+// "ep2 fsdp2": the axes used, major to minor ("1" on one device).
+std::string MeshText(const Parallelism& p) {
+  std::vector<std::string> parts;
+  for (const auto& [name, size] : {std::pair<const char*, int64_t>{"dp", p.dp},
+                                   {"fsdp", p.fsdp}, {"ep", p.ep}, {"tp", p.tp}}) {
+    if (size > 1) parts.push_back(absl::StrCat(name, size));
+  }
+  return parts.empty() ? "1" : absl::StrJoin(parts, " ");
+}
+
 void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out) {
-  const std::vector<std::string> tensors = {"y", "dx", "d_router_w", "d_wi_0", "d_wi_1", "d_wo"};
-  out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3}", "backend", "router", "routing", "phase",
-                     "dev");
-  for (const std::string& t : tensors) out << fmt::format(" {:>10}", t);
+  const std::vector<std::string> tensors = {"y",      "dx",   "d_router_w", "d_wi_0", "d_wi_1",
+                                            "d_wo",   "d_ws_0", "d_ws_1",   "d_ws_o"};
+  out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3} {:<11}", "backend", "router", "routing",
+                     "phase", "dev", "mesh");
+  for (const std::string& t : tensors) out << fmt::format(" {:>7}", t);
   out << "  status\n";
   int pass = 0, fail = 0, skip = 0;
   double worst = 0;
@@ -89,9 +109,11 @@ void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out)
     (r.skipped ? skip : r.pass ? pass : fail)++;
     for (const TensorError& e : r.errors) worst = std::max(worst, e.max_rel_error);
     if (r.skipped) continue;
-    out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3}", r.backend, r.router, r.routing,
-                       r.phase, r.devices);
-    for (const std::string& t : tensors) out << fmt::format(" {:>10}", ErrorCell(r, t));
+    out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3} {:<11}", r.backend, r.router, r.routing,
+                       r.phase, r.devices, MeshText(r.parallelism));
+    for (const std::string& t : tensors) {
+      out << fmt::format(" {:>{}}", ErrorCell(r, t), std::max<size_t>(7, t.size()));
+    }
     out << "  " << StatusWord(r) << "\n";
     if (!r.pass) out << "    " << r.message << "\n";
   }
@@ -148,6 +170,8 @@ void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) 
     out << (i ? ",\n  " : "\n  ") << "{\"backend\": " << JsonString(r.backend)
         << ", \"router\": " << JsonString(r.router) << ", \"routing\": " << JsonString(r.routing)
         << ", \"phase\": " << JsonString(r.phase) << ", \"devices\": " << r.devices
+        << ", \"parallelism\": {\"dp\": " << r.parallelism.dp << ", \"fsdp\": " << r.parallelism.fsdp
+        << ", \"ep\": " << r.parallelism.ep << ", \"tp\": " << r.parallelism.tp << "}"
         << ", \"status\": " << JsonString(r.skipped ? "skip" : r.pass ? "pass" : "fail")
         << ", \"tolerance\": " << JsonNumber(r.tolerance) << ", \"errors\": [";
     for (size_t j = 0; j < r.errors.size(); ++j) {
@@ -213,8 +237,7 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
       if (entry != nullptr && entry->parameter_count() > 0 &&
           entry->parameter(0)->shape().rank() == 2) {
         base->batch = 1;
-        base->seq = entry->parameter(0)->shape().dimensions(0) *
-                    base->parallelism.dp * base->parallelism.ep;
+        base->seq = entry->parameter(0)->shape().dimensions(0) * base->token_shards();
       }
     }
     if (absl::Status valid = base->Validate(); !valid.ok()) return ReportStatus(valid, io);

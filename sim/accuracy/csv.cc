@@ -64,7 +64,8 @@ class CsvScanner {
   }
 
   absl::Status Error(int64_t line, int64_t column, absl::string_view message) const {
-    return absl::InvalidArgumentError(absl::StrCat(filename_, ":", line, ":", column, ": ", message));
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename_, ":", line, ":", column, ": ", message));
   }
 
   // After a cell: a comma, a line break ("\n" or "\r\n") or the end of the text.
@@ -92,7 +93,8 @@ class CsvScanner {
   absl::StatusOr<CellEnd> ReadPlain(CsvCell& cell) {
     while (!AtEnd()) {
       const char c = Peek();
-      if (c == ',' || c == '\n' || (c == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n')) {
+      if (c == ',' || c == '\n' ||
+          (c == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n')) {
         break;
       }
       if (c == '"') {
@@ -166,9 +168,9 @@ absl::StatusOr<CsvTable> ParseCsv(absl::string_view text, absl::string_view file
   for (size_t i = 0; i < table.header.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (!table.header[i].text.empty() && table.header[i].text == table.header[j].text) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(CsvLocation(filename, table.header[i]), ": expected distinct column names; got '",
-                         table.header[i].text, "' again (first at column ", table.header[j].column, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            CsvLocation(filename, table.header[i]), ": expected distinct column names; got '",
+            table.header[i].text, "' again (first at column ", table.header[j].column, ")"));
       }
     }
   }
@@ -178,9 +180,9 @@ absl::StatusOr<CsvTable> ParseCsv(absl::string_view text, absl::string_view file
     absl::StatusOr<CsvRecord> record = scanner.ReadRecord();
     if (!record.ok()) return record.status();
     if (record->cells.size() != table.header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          filename, ":", record->line, ":1: expected ", table.header.size(),
-          " cells as in the header; got ", record->cells.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(filename, ":", record->line, ":1: expected ", table.header.size(),
+                       " cells as in the header; got ", record->cells.size()));
     }
     table.records.push_back(*std::move(record));
   }

@@ -14,8 +14,8 @@
 namespace perfsim {
 namespace {
 
-constexpr absl::string_view kRequiredColumns[] = {"id", "category", "hardware",
-                                                  "metric", "value", "unit"};
+constexpr absl::string_view kRequiredColumns[] = {"id",     "category", "hardware",
+                                                  "metric", "value",    "unit"};
 constexpr absl::string_view kApproxSign = "\xE2\x89\x88";  // ≈
 constexpr absl::string_view kEnDash = "\xE2\x80\x93";      // –
 constexpr absl::string_view kMicroSign = "\xC2\xB5";       // µ
@@ -75,7 +75,8 @@ std::optional<MeasurementUnit> ParseMeasurementUnit(absl::string_view text) {
   if (unit == "tflop/s" || unit == "tflops" || unit == "tflops/s") {
     return MeasurementUnit::kTeraflopsPerSecond;
   }
-  if (unit == "gb/s" || unit == "gbps" || unit == "gbytes/s") return MeasurementUnit::kGigabytesPerSecond;
+  if (unit == "gb/s" || unit == "gbps" || unit == "gbytes/s")
+    return MeasurementUnit::kGigabytesPerSecond;
   if (unit == "us" || unit == "usec") return MeasurementUnit::kMicroseconds;
   if (unit == "ms" || unit == "msec") return MeasurementUnit::kMilliseconds;
   if (unit == "s" || unit == "sec") return MeasurementUnit::kSeconds;
@@ -158,9 +159,9 @@ absl::StatusOr<MeasurementFile> ReadMeasurements(absl::string_view text,
     if (table->ColumnIndex(column) < 0) missing.push_back(std::string(column));
   }
   if (!missing.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        filename, ":1:1: expected the columns ", absl::StrJoin(kRequiredColumns, ", "),
-        " in the header; got no ", absl::StrJoin(missing, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ":1:1: expected the columns ", absl::StrJoin(kRequiredColumns, ", "),
+                     " in the header; got no ", absl::StrJoin(missing, ", ")));
   }
   MeasurementFile file;
   file.filename = std::string(filename);
@@ -179,8 +180,9 @@ absl::StatusOr<MeasurementFile> ReadMeasurements(absl::string_view text,
     }
     auto [it, inserted] = seen_ids.emplace(m.id, m.line);
     if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat(m.Where("id"), ": expected a unique row id; got '",
-                                                     m.id, "' again (first on line ", it->second, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(m.Where("id"),
+                                                     ": expected a unique row id; got '", m.id,
+                                                     "' again (first on line ", it->second, ")"));
     }
     m.category = std::string(absl::StripAsciiWhitespace(m.Field("category").text));
     if (m.category.empty()) {
@@ -189,7 +191,8 @@ absl::StatusOr<MeasurementFile> ReadMeasurements(absl::string_view text,
     }
     absl::StatusOr<MeasuredValue> value = ParseMeasuredValue(m.Field("value").text);
     if (!value.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(m.Where("value"), ": value: ", value.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(m.Where("value"), ": value: ", value.status().message()));
     }
     m.value = *std::move(value);
     m.unit = ParseMeasurementUnit(m.Field("unit").text);

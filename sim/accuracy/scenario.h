@@ -30,8 +30,14 @@
 //       once per remote node it needs, to the GPU of the same local index (costed at the
 //       hierarchical factor), then NVLink forwards it to the ranks it needs there (direct
 //       factor); time = fixed cost + the slower stage's transfer + both stages' latency.
-//       Metric: GB/s = bytes on the bottleneck link the metric names (NVLink, or RDMA / IB) per
-//       second, as DeepEP defines its bandwidth; or a time.
+//       Traffic is the expectation under uniform routing (closed form, nothing sampled): a
+//       token reaches a rank (node) with probability 1 - C(M - e, K) / C(M, K), M the experts
+//       it may pick from (E, or the N chosen nodes' experts) and e the rank's (node's) experts.
+//       Metric: GB/s as DeepEP's tests count it, per rank: the NVLink metric (one node) counts
+//       the bytes of the tokens a rank receives, its own included; the RDMA / IB metric
+//       (several nodes) the bytes of the (token, node) pairs a rank sends, its own node
+//       included. HybridEP's "algorithm bandwidth" is read as the RDMA metric (an assumption:
+//       its README does not define it). Or a time.
 //   collective  NCCL / XLA collectives. op_shape "AllGather over Y (size 4) of bf16[2048, 8192]"
 //       on a TPU slice "8x4": the group is the devices along that axis, bytes the array's
 //       (sim/comm/collectives.h). Without an op_shape the collective is named in metric, derived
@@ -93,10 +99,10 @@ enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
 
 struct CollectiveScenario {
   CollectiveKind kind = CollectiveKind::kAllGather;
-  std::string slice;            // Topology::Create slice shape: "8x4", "2x8", "8"
-  std::vector<int64_t> group;   // device ids
-  double bytes = 0;             // per device, as sim/comm/collectives.h defines for the kind
-  std::string link_dimension;   // kLinkBandwidth: the topology dimension whose link is measured
+  std::string slice;           // Topology::Create slice shape: "8x4", "2x8", "8"
+  std::vector<int64_t> group;  // device ids
+  double bytes = 0;            // per device, as sim/comm/collectives.h defines for the kind
+  std::string link_dimension;  // kLinkBandwidth: the topology dimension whose link is measured
 };
 
 struct Scenario {

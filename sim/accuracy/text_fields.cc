@@ -22,10 +22,17 @@ bool IsWordChar(char c) {
 
 // Bytes per unit; nullopt for an unknown unit. Case matters for the B (bytes, not bits).
 std::optional<double> ByteUnit(absl::string_view unit) {
-  static const std::pair<absl::string_view, double> kUnits[] = {
-      {"B", 1},         {"KB", 1e3},      {"kB", 1e3},          {"MB", 1e6},
-      {"GB", 1e9},      {"TB", 1e12},     {"KiB", 1024.0},      {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"bytes", 1}};
+  static const std::pair<absl::string_view, double> kUnits[] = {{"B", 1},
+                                                                {"KB", 1e3},
+                                                                {"kB", 1e3},
+                                                                {"MB", 1e6},
+                                                                {"GB", 1e9},
+                                                                {"TB", 1e12},
+                                                                {"KiB", 1024.0},
+                                                                {"MiB", 1048576.0},
+                                                                {"GiB", 1073741824.0},
+                                                                {"TiB", 1099511627776.0},
+                                                                {"bytes", 1}};
   for (const auto& [name, bytes] : kUnits) {
     if (unit == name) return bytes;
   }
@@ -128,7 +135,8 @@ std::optional<std::string> FindSliceShape(absl::string_view text) {
 std::optional<double> ParseByteSize(absl::string_view text) {
   absl::string_view t = absl::StripAsciiWhitespace(text);
   size_t end = 0;
-  while (end < t.size() && (std::isdigit(static_cast<unsigned char>(t[end])) || t[end] == '.')) ++end;
+  while (end < t.size() && (std::isdigit(static_cast<unsigned char>(t[end])) || t[end] == '.'))
+    ++end;
   double number = 0;
   if (end == 0 || !absl::SimpleAtod(t.substr(0, end), &number)) return std::nullopt;
   const std::optional<double> unit = ByteUnit(absl::StripAsciiWhitespace(t.substr(end)));
@@ -141,13 +149,15 @@ std::optional<double> FindByteSize(absl::string_view text) {
     if (!std::isdigit(static_cast<unsigned char>(text[i]))) continue;
     if (i > 0 && (IsWordChar(text[i - 1]) || text[i - 1] == '[')) continue;
     size_t end = i;
-    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) {
+    while (end < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) {
       ++end;
     }
     size_t unit_start = end;
     while (unit_start < text.size() && text[unit_start] == ' ') ++unit_start;
     size_t unit_end = unit_start;
-    while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end]))) ++unit_end;
+    while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end])))
+      ++unit_end;
     double number = 0;
     const std::optional<double> unit = ByteUnit(text.substr(unit_start, unit_end - unit_start));
     if (unit.has_value() && absl::SimpleAtod(text.substr(i, end - i), &number)) {

@@ -1,6 +1,8 @@
 // Kernel names, problem validation and the footprint dispatch (kernels.h).
 #include "sim/fit/kernels.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -105,6 +107,49 @@ absl::Status ValidateProblem(const KernelProblem& problem) {
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(KernelName(problem.kernel), ": ", absl::StrJoin(problems, "; ")));
+}
+
+std::optional<Tiling> DefaultTiling(const KernelProblem& problem) {
+  const ProblemShape& s = problem.shape;
+  // MaxText's row tile and embed / mlp tiles, as perfsim's lowerings default them.
+  constexpr int64_t kRowTile = 512;
+  constexpr int64_t kDimTile = 1024;
+  switch (problem.kernel) {
+    case KernelKind::kGmm:
+    case KernelKind::kTgmm:
+      return Tiling{std::min<int64_t>(128, s.m), std::min<int64_t>(128, s.k),
+                    std::min<int64_t>(128, s.n)};
+    case KernelKind::kFusedFfnFTiled:
+      return Tiling{std::min(kRowTile, s.m), s.k, std::min(kDimTile, s.n)};
+    case KernelKind::kFusedFfnDTiled:
+      return Tiling{std::min(kRowTile, s.m), std::min(kDimTile, s.k), s.n};
+    case KernelKind::kGmmV2:
+    case KernelKind::kTgmmV2:
+    case KernelKind::kRaggedGather:
+    case KernelKind::kGpuGroupedGemm:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+absl::string_view DefaultTilingSource(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kGmm:
+    case KernelKind::kTgmm:
+      return "megablox's default tiling=(128, 128, 128), clamped to the dimensions";
+    case KernelKind::kFusedFfnFTiled:
+      return "perfsim's fused_expert_ffn default (512, D, 1024), clamped to the dimensions";
+    case KernelKind::kFusedFfnDTiled:
+      return "perfsim's fused_expert_ffn default (512, 1024, F), clamped to the dimensions";
+    case KernelKind::kGmmV2:
+    case KernelKind::kTgmmV2:
+      return "no fixed default: the kernel shrinks its tiles until they fit its limit, a "
+             "heuristic the references give only in outline";
+    case KernelKind::kRaggedGather:
+    case KernelKind::kGpuGroupedGemm:
+      return "no default: the references give no tiling for this kernel";
+  }
+  return "";
 }
 
 absl::Status CheckTilingRange(const KernelProblem& problem, const Tiling& tiling) {

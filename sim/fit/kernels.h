@@ -112,6 +112,28 @@ struct KernelProblem {
   KernelOptions options;
 };
 
+// The tiling a kernel runs with when the caller names none (`perfsim fit` without --tiling or
+// --search), each tile clamped to its dimension (min(tile, dim)) as MaxText and perfsim's
+// lowerings pass tilings; nullopt for a kernel with no fixed default:
+//   gmm, tgmm            (128, 128, 128): megablox's `tiling` argument default
+//                        (shared/reference/backends.md 1b, the gmm signature; tokamax's
+//                        tile_m/k/n default 128 too, 1e)
+//   fused_ffn_f_tiled    (512, D, 1024) and
+//   fused_ffn_d_tiled    (512, 1024, F): what perfsim's fused_expert_ffn lowering emits with
+//                        default knobs (sim/lowering/fused_expert_ffn.cc: tm and tf the wi
+//                        forward tiles, td the wo forward tile; MaxText's 512 / 1024 tile
+//                        defaults, backends.md 1a). No sourced kernel of this kind exists.
+//   gmm_v2, tgmm_v2      none: the kernels shrink their tiles until the estimate fits the limit
+//                        (calculate_tiling, backends.md 1b), a heuristic sourced only in outline
+//   ragged_gather,       none: the references give no tiling
+//   gpu_grouped_gemm
+// Example: gmm with m = 64 rows gets (64, 128, 128).
+std::optional<Tiling> DefaultTiling(const KernelProblem& problem);
+
+// Where DefaultTiling's value comes from, for reports ("megablox's tiling=(128, 128, 128)
+// default, clamped to the dimensions"); why there is none when there is none.
+absl::string_view DefaultTilingSource(KernelKind kind);
+
 // Checks what makes a problem meaningless for any tiling (non-positive sizes, sizes past
 // 2^40 rows or 2^24 in any other dimension, option values out of range): InvalidArgument
 // "expected X; got Y". Unsupported dtypes and tiling rules are not errors here: they are

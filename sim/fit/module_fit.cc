@@ -4,8 +4,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "sim/ir/custom_call_targets.h"
 #include "sim/util/json_fields.h"
 #include "sim/util/status.h"
@@ -39,47 +41,38 @@ absl::StatusOr<const Shape*> OperandArray(const Instruction& instruction, int64_
   return &shape;
 }
 
-absl::StatusOr<Tiling> ReadTiling(const Instruction& instruction) {
-  const std::optional<std::string>& config = instruction.attributes().backend_config;
-  if (!config.has_value() || !JsonTopLevelValue(*config, "tiling").has_value()) {
-    return kMegabloxDefaultTiling;
+// The backend_config "tiling"; `fallback` when absent, or an error when there is none.
+absl::StatusOr<Tiling> ReadTiling(const Instruction& instruction, absl::string_view expected,
+                                  std::optional<Tiling> fallback) {
+  const std::string config = instruction.attributes().backend_config.value_or("");
+  const std::optional<std::string> text = JsonTopLevelValue(config, "tiling");
+  if (!text.has_value()) {
+    if (fallback.has_value()) return *fallback;
+    return Malformed(instruction, absl::StrCat("backend_config \"tiling\": ", expected), "none");
   }
-  const std::optional<std::vector<int64_t>> tiling = JsonTopLevelIntArray(*config, "tiling");
+  const std::optional<std::vector<int64_t>> tiling = JsonTopLevelIntArray(config, "tiling");
   if (!tiling.has_value() || tiling->size() != 3) {
-    return Malformed(instruction, "backend_config \"tiling\": [tm, tk, tn]",
-                     *JsonTopLevelValue(*config, "tiling"));
+    return Malformed(instruction, absl::StrCat("backend_config \"tiling\": ", expected), *text);
   }
   return Tiling{(*tiling)[0], (*tiling)[1], (*tiling)[2]};
 }
 
-std::string FitMessage(const InstructionFit& fit) {
-  const FitReport& r = fit.report;
-  const std::string head =
-      absl::StrCat(Where(*fit.instruction), ": ", r.kernel, " tiling ", TilingToString(r.tiling));
-  if (!r.violations.empty()) return absl::StrCat(head, " ", r.reason);
-  if (r.margin_bytes >= 0) return absl::StrCat(head, ": ", r.reason);
-  const absl::string_view space = MemorySpaceName(r.limits.space);
-  std::vector<std::string> largest;
-  for (const FitBuffer& b : LargestBuffers(r.buffers)) {
-    if (b.space != r.limits.space || largest.size() == 3) continue;
-    largest.push_back(absl::StrCat(b.name, " ", b.count, " x ", DimsToString(b.allocated_shape),
-                                   " ", PrimitiveTypeName(b.dtype), " = ", FormatBytes(b.bytes)));
-  }
-  return absl::StrCat(head, " needs ", FormatBytes(r.required_bytes), " of ", space, " (",
-                      r.required_bytes, " bytes); limit ", FormatBytes(r.limit_bytes), " (",
-                      r.limit_bytes, " bytes, ", r.limits.limit_source, "), short by ",
-                      FormatBytes(-r.margin_bytes),
-                      "; largest buffers: ", absl::StrJoin(largest, ", "));
+// "D" or "F" from backend_config "tiled_dim" (quotes, escaped or not, stripped).
+absl::StatusOr<KernelKind> ReadFusedKernel(const Instruction& instruction) {
+  const std::string config = instruction.attributes().backend_config.value_or("");
+  const std::optional<std::string> text = JsonTopLevelValue(config, "tiled_dim");
+  std::string dim = text.value_or("");
+  absl::StrReplaceAll({{"\\", ""}, {"\"", ""}}, &dim);
+  if (dim == "D") return KernelKind::kFusedFfnDTiled;
+  if (dim == "F") return KernelKind::kFusedFfnFTiled;
+  return Malformed(instruction, "backend_config \"tiled_dim\": \"D\" or \"F\"",
+                   text.value_or("none"));
 }
 
-}  // namespace
+using KernelCall = std::optional<std::pair<KernelProblem, Tiling>>;
 
-absl::StatusOr<std::optional<std::pair<KernelProblem, Tiling>>> KernelCallProblem(
-    const Instruction& instruction) {
-  if (instruction.opcode() != Opcode::kCustomCall) return std::nullopt;
-  const std::string& target = instruction.attributes().custom_call_target;
-  const bool is_gmm = target == kGmmTarget;
-  if (!is_gmm && target != kTgmmTarget) return std::nullopt;
+// perfsim.gmm and perfsim.tgmm (module_fit.h).
+absl::StatusOr<KernelCall> MegabloxCall(const Instruction& instruction, bool is_gmm) {
   if (instruction.operand_count() < 3 || instruction.operand_count() > 4) {
     return Malformed(instruction, "3 or 4 operands (lhs, rhs, group_sizes[, group_offset])",
                      absl::StrCat(instruction.operand_count()));
@@ -109,8 +102,84 @@ absl::StatusOr<std::optional<std::pair<KernelProblem, Tiling>>> KernelCallProble
     problem.shape.m = lhs->dimensions(1);
     problem.shape.n = rhs->dimensions(1);
   }
-  PERFSIM_ASSIGN_OR_RETURN(Tiling tiling, ReadTiling(instruction));
-  return std::optional<std::pair<KernelProblem, Tiling>>(std::make_pair(problem, tiling));
+  PERFSIM_ASSIGN_OR_RETURN(Tiling tiling,
+                           ReadTiling(instruction, "[tm, tk, tn]", kMegabloxDefaultTiling));
+  return KernelCall(std::make_pair(problem, tiling));
+}
+
+// perfsim.fused_ffn (module_fit.h).
+absl::StatusOr<KernelCall> FusedFfnCall(const Instruction& instruction) {
+  if (instruction.operand_count() < 5 || instruction.operand_count() > 6) {
+    return Malformed(instruction,
+                     "5 or 6 operands (x, wi_0, wi_1, wo, group_sizes[, group_offset])",
+                     absl::StrCat(instruction.operand_count()));
+  }
+  const Shape& result = instruction.shape();
+  if (!result.IsArray() || result.rank() != 2) {
+    return Malformed(instruction, "a result of rank 2", result.ToString(false));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(const Shape* x, OperandArray(instruction, 0, "x", 2));
+  PERFSIM_ASSIGN_OR_RETURN(const Shape* wi_0, OperandArray(instruction, 1, "wi_0", 3));
+  PERFSIM_RETURN_IF_ERROR(OperandArray(instruction, 2, "wi_1", 3).status());
+  PERFSIM_RETURN_IF_ERROR(OperandArray(instruction, 3, "wo", 3).status());
+  PERFSIM_ASSIGN_OR_RETURN(const Shape* sizes, OperandArray(instruction, 4, "group_sizes", 1));
+  KernelProblem problem;
+  PERFSIM_ASSIGN_OR_RETURN(problem.kernel, ReadFusedKernel(instruction));
+  problem.dtypes = {x->element_type(), wi_0->element_type(), result.element_type()};
+  problem.shape = {x->dimensions(0), x->dimensions(1), wi_0->dimensions(2), sizes->dimensions(0)};
+  PERFSIM_ASSIGN_OR_RETURN(Tiling tiling, ReadTiling(instruction, "[tm, td, tf]", std::nullopt));
+  return KernelCall(std::make_pair(problem, tiling));
+}
+
+absl::Status WithContext(const absl::Status& status, absl::string_view context) {
+  if (status.ok() || context.empty()) return status;
+  absl::Status annotated(status.code(), absl::StrCat(context, ": ", status.message()));
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    annotated.SetPayload(url, payload);
+  });
+  return annotated;
+}
+
+absl::Status Misfit(std::string message) {
+  absl::Status status = absl::ResourceExhaustedError(message);
+  status.SetPayload(kMisfitPayloadUrl, absl::Cord("fit"));
+  return status;
+}
+
+std::string FitMessage(const InstructionFit& fit) {
+  const FitReport& r = fit.report;
+  const std::string head =
+      absl::StrCat(Where(*fit.instruction), ": ", r.kernel, " tiling ", TilingToString(r.tiling));
+  if (!r.violations.empty()) return absl::StrCat(head, " ", r.reason);
+  if (r.margin_bytes >= 0) return absl::StrCat(head, ": ", r.reason);
+  const absl::string_view space = MemorySpaceName(r.limits.space);
+  std::vector<std::string> largest;
+  for (const FitBuffer& b : LargestBuffers(r.buffers)) {
+    if (b.space != r.limits.space || largest.size() == 3) continue;
+    largest.push_back(absl::StrCat(b.name, " ", b.count, " x ", DimsToString(b.allocated_shape),
+                                   " ", PrimitiveTypeName(b.dtype), " = ", FormatBytes(b.bytes)));
+  }
+  return absl::StrCat(head, " needs ", FormatBytes(r.required_bytes), " of ", space, " (",
+                      r.required_bytes, " bytes); limit ", FormatBytes(r.limit_bytes), " (",
+                      r.limit_bytes, " bytes, ", r.limits.limit_source, "), short by ",
+                      FormatBytes(-r.margin_bytes),
+                      "; largest buffers: ", absl::StrJoin(largest, ", "));
+}
+
+}  // namespace
+
+bool IsMisfit(const absl::Status& status) {
+  return status.GetPayload(kMisfitPayloadUrl).has_value();
+}
+
+absl::StatusOr<std::optional<std::pair<KernelProblem, Tiling>>> KernelCallProblem(
+    const Instruction& instruction) {
+  if (instruction.opcode() != Opcode::kCustomCall) return std::nullopt;
+  const std::string& target = instruction.attributes().custom_call_target;
+  if (target == kGmmTarget) return MegabloxCall(instruction, /*is_gmm=*/true);
+  if (target == kTgmmTarget) return MegabloxCall(instruction, /*is_gmm=*/false);
+  if (target == kFusedFfnTarget) return FusedFfnCall(instruction);
+  return std::nullopt;
 }
 
 absl::StatusOr<std::vector<InstructionFit>> FitCheckModule(
@@ -131,19 +200,19 @@ absl::StatusOr<std::vector<InstructionFit>> FitCheckModule(
 
 absl::Status MisfitStatus(const InstructionFit& fit) {
   if (fit.report.fits) return absl::OkStatus();
-  return absl::ResourceExhaustedError(FitMessage(fit));
+  return Misfit(FitMessage(fit));
 }
 
 absl::Status CheckModuleFits(const Module& module, const Chip& chip,
-                             std::optional<int64_t> vmem_limit_bytes) {
-  PERFSIM_ASSIGN_OR_RETURN(std::vector<InstructionFit> fits,
-                           FitCheckModule(module, chip, vmem_limit_bytes));
+                             std::optional<int64_t> vmem_limit_bytes, absl::string_view context) {
+  absl::StatusOr<std::vector<InstructionFit>> fits = FitCheckModule(module, chip, vmem_limit_bytes);
+  if (!fits.ok()) return WithContext(fits.status(), context);
   std::vector<std::string> misfits;
-  for (const InstructionFit& fit : fits) {
+  for (const InstructionFit& fit : *fits) {
     if (!fit.report.fits) misfits.push_back(FitMessage(fit));
   }
   if (misfits.empty()) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrJoin(misfits, "\n"));
+  return WithContext(Misfit(absl::StrJoin(misfits, "\n")), context);
 }
 
 }  // namespace perfsim

@@ -1,10 +1,14 @@
-// The roofline proxy of tiling_cost.h, one function per kernel family. Doubles throughout:
-// traffic and work of large problems exceed 2^63 only in absurd cases, and a ranking needs no
-// exact integers.
+// Tiling estimates (tiling_cost.h): the cost model for the grouped matmuls, the roofline proxy
+// for the two kernels it cannot price. Doubles throughout: traffic and work of large problems
+// exceed 2^63 only in absurd cases, and a ranking needs no exact integers.
 #include "sim/fit/tiling_cost.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "sim/cost/grouped_matmul.h"
 
 namespace perfsim {
 namespace {
@@ -64,84 +68,6 @@ void Finish(const Device& device, double overhead_per_step, double fixed_overhea
   c.seconds = std::max(c.compute_seconds, c.memory_seconds) + c.overhead_seconds;
 }
 
-// gmm / gmm_v2: grid (tiles_n, active, tiles_k). The lhs block changes every step; the rhs
-// block (group, k, n) stays put across consecutive m-tiles of one group only when tk covers k;
-// the out block is written once per (active tile, n tile).
-TilingCostEstimate GroupedMatmul(const KernelProblem& p, const Tiling& t, const Device& device) {
-  const ProblemShape& s = p.shape;
-  const MatrixUnitSpec& unit = *device.unit;
-  const int64_t rhs_count = p.kernel == KernelKind::kGmmV2 && p.options.fuse_activation ? 2 : 1;
-  const int64_t tiles_n = CeilDiv(s.n, t.tn);
-  const int64_t tiles_k = CeilDiv(s.k, t.tk);
-  const int64_t active = ActiveMTiles(s.m, t.tm, s.groups);
-  const int64_t groups_used = std::min(s.groups, s.m);
-  TilingCostEstimate c;
-  c.grid_steps = tiles_n * active * tiles_k;
-  c.flops = static_cast<double>(c.grid_steps) * 2 * Pad(t.tm, unit.output_rows_elements()) *
-            Pad(t.tk, unit.contracting_elements()) *
-            Pad(rhs_count * t.tn, unit.output_columns_elements());
-  const double lhs = static_cast<double>(c.grid_steps) * t.tm * t.tk * Bytes(p.dtypes.lhs);
-  const double rhs_fetches = static_cast<double>(tiles_n) * tiles_k *
-                             static_cast<double>(tiles_k == 1 ? groups_used : active);
-  const double rhs = rhs_fetches * t.tk * rhs_count * t.tn * Bytes(p.dtypes.rhs);
-  const double out_blocks =
-      static_cast<double>(tiles_n) * active * (p.options.existing_out ? 2 : 1);
-  const double out = out_blocks * t.tm * t.tn * Bytes(p.dtypes.out);
-  c.hbm_bytes = lhs + rhs + out;
-  return c;
-}
-
-// tgmm / tgmm_v2: grid (tiles_n, tiles_k, active) with m innermost, so both input blocks
-// change every step; dW[g] [tk, tn] is stored once per group (empty groups as zeros).
-TilingCostEstimate TransposedGroupedMatmul(const KernelProblem& p, const Tiling& t,
-                                           const Device& device) {
-  const ProblemShape& s = p.shape;
-  const MatrixUnitSpec& unit = *device.unit;
-  const int64_t tiles_n = CeilDiv(s.n, t.tn);
-  const int64_t tiles_k = CeilDiv(s.k, t.tk);
-  TilingCostEstimate c;
-  c.grid_steps = tiles_n * tiles_k * ActiveMTiles(s.m, t.tm, s.groups);
-  const double steps = static_cast<double>(c.grid_steps);
-  c.flops = steps * 2 * Pad(t.tm, unit.contracting_elements()) *
-            Pad(t.tk, unit.output_rows_elements()) * Pad(t.tn, unit.output_columns_elements());
-  c.hbm_bytes = steps * t.tm * (t.tk * Bytes(p.dtypes.lhs) + t.tn * Bytes(p.dtypes.rhs)) +
-                static_cast<double>(s.groups) * tiles_k * tiles_n * t.tk * t.tn *
-                    Bytes(p.dtypes.out) * (p.options.existing_out ? 2 : 1);
-  return c;
-}
-
-// Fused FFN, D = k, F = n (fused_ffn_footprint.cc for the two grids).
-TilingCostEstimate FusedFfn(const KernelProblem& p, const Tiling& t) {
-  const ProblemShape& s = p.shape;
-  const double model_dim = static_cast<double>(s.k);
-  const double ffn_dim = static_cast<double>(s.n);
-  const double w = Bytes(p.dtypes.rhs);
-  const int64_t active = ActiveMTiles(s.m, t.tm, s.groups);
-  const double groups_used = static_cast<double>(std::min(s.groups, s.m));
-  TilingCostEstimate c;
-  // x is fetched once per active token tile in both grids.
-  const double x = static_cast<double>(active) * t.tm * model_dim * Bytes(p.dtypes.lhs);
-  if (p.kernel == KernelKind::kFusedFfnDTiled) {
-    const int64_t tiles_d = CeilDiv(s.k, t.tk);
-    c.grid_steps = active * tiles_d;
-    // h [tm, F] once per token tile, then one [tm, F] x [F, td] product per step.
-    c.flops = static_cast<double>(active) * 4 * t.tm * model_dim * ffn_dim +
-              static_cast<double>(c.grid_steps) * 2 * t.tm * ffn_dim * t.tk;
-    // wi_0, wi_1 blocks stay put within a group; wo and out change every step.
-    c.hbm_bytes = x + groups_used * 2 * model_dim * ffn_dim * w +
-                  static_cast<double>(c.grid_steps) *
-                      (ffn_dim * t.tk * w + t.tm * t.tk * Bytes(p.dtypes.out));
-    return c;
-  }
-  const int64_t tiles_f = CeilDiv(s.n, t.tn);
-  c.grid_steps = active * tiles_f;
-  c.flops = static_cast<double>(c.grid_steps) * 6 * t.tm * model_dim * t.tn;
-  const double weight_fetches = tiles_f == 1 ? groups_used : static_cast<double>(c.grid_steps);
-  c.hbm_bytes = x + weight_fetches * 3 * model_dim * t.tn * w +
-                static_cast<double>(active) * t.tm * model_dim * Bytes(p.dtypes.out);
-  return c;
-}
-
 // Ragged gather: the kernel's own cost estimate (backends.md 1a.3) for the bytes, out_rows·D·
 // dtype·2 + out_rows·4 (+4 with weights); steps spread over the SparseCores.
 TilingCostEstimate RaggedGather(const KernelProblem& p, const Tiling& t) {
@@ -180,45 +106,116 @@ TilingCostEstimate GpuGroupedGemm(const KernelProblem& p, const Tiling& t, const
   return c;
 }
 
+// The grouped-matmul kernels through CostGroupedMatmul (tiling_cost.h).
+TilingCostEstimate CostModelEstimate(const KernelProblem& p, const Tiling& t, const Chip& chip) {
+  GroupedMatmulSpec spec;
+  spec.m = p.shape.m;
+  spec.k = p.shape.k;
+  spec.n = p.shape.n;
+  spec.num_groups = p.shape.groups;
+  spec.tm = t.tm;
+  spec.tk = t.tk;
+  spec.tn = t.tn;
+  spec.lhs_type = p.dtypes.lhs;
+  spec.rhs_type = p.dtypes.rhs;
+  spec.out_type = p.dtypes.out;
+  switch (p.kernel) {
+    case KernelKind::kGmm:
+    case KernelKind::kGmmV2:
+    case KernelKind::kRaggedGather:    // Not priced here (PricedByCostModel).
+    case KernelKind::kGpuGroupedGemm:  // Not priced here.
+      spec.kind = GroupedMatmulKind::kGmm;
+      break;
+    case KernelKind::kTgmm:
+    case KernelKind::kTgmmV2:
+      spec.kind = GroupedMatmulKind::kTgmm;
+      break;
+    case KernelKind::kFusedFfnDTiled:
+    case KernelKind::kFusedFfnFTiled:
+      spec.kind = GroupedMatmulKind::kFusedFfn;
+      break;
+  }
+  if (p.kernel == KernelKind::kGmmV2 && p.options.fuse_activation) {
+    // wi_0 and wi_1 blocks side by side: one [tk, 2·tn] block per step.
+    spec.n *= 2;
+    spec.tn *= 2;
+  }
+  TilingCostEstimate c;
+  const absl::StatusOr<GroupedMatmulCost> cost = CostGroupedMatmul(spec, chip);
+  if (!cost.ok()) {
+    c.seconds = std::numeric_limits<double>::infinity();
+    return c;
+  }
+  const GroupedMatmulWork& w = cost->work;
+  c.seconds = cost->seconds;
+  c.compute_seconds = cost->compute_seconds;
+  c.memory_seconds = cost->memory_seconds;
+  c.overhead_seconds = cost->overhead_seconds;
+  c.flops = w.executed_flops;
+  c.hbm_bytes = w.bytes_accessed;
+  c.grid_steps = w.visited_m_tiles * w.tiles_k * w.tiles_n;
+  return c;
+}
+
 }  // namespace
 
-absl::string_view TilingCostModelName() {
-  return "roofline proxy (sim/fit/tiling_cost.h): max(padded matrix work at the dtype peak, "
-         "implied HBM traffic at HBM bandwidth) + 0.35 us per TPU grid step; GPU CTAs in waves "
-         "over the SMs";
+bool PricedByCostModel(KernelKind kernel) {
+  switch (kernel) {
+    case KernelKind::kGmm:
+    case KernelKind::kTgmm:
+    case KernelKind::kGmmV2:
+    case KernelKind::kTgmmV2:
+    case KernelKind::kFusedFfnDTiled:
+    case KernelKind::kFusedFfnFTiled:
+      return true;
+    case KernelKind::kRaggedGather:
+    case KernelKind::kGpuGroupedGemm:
+      return false;
+  }
+  return false;
+}
+
+std::string TilingCostModelName(KernelKind kernel) {
+  if (PricedByCostModel(kernel)) {
+    return "cost model (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes unknown): "
+           "tiles_m + G - 1 visited m-tiles, whole-tile MXU work, weight re-reads when "
+           "tiles_k > 1, on one device";
+  }
+  if (kernel == KernelKind::kRaggedGather) {
+    return "roofline proxy (sim/fit/tiling_cost.h; the cost model has no SparseCore gather): "
+           "the kernel's HBM bytes at HBM bandwidth + 0.35 us per step over the SparseCores";
+  }
+  return "roofline proxy (sim/fit/tiling_cost.h; the cost model has no CTA waves): CTA tiles in "
+         "waves over the SMs at the per-SM MMA peak vs the HBM bytes they stream";
 }
 
 TilingCostEstimate EstimateTilingCost(const KernelProblem& problem, const Tiling& tiling,
                                       const Chip& chip) {
-  const Device device = DeviceOf(problem, chip);
   const double fixed = chip.proto().compute().kernel_overhead_seconds();
   TilingCostEstimate c;
   switch (problem.kernel) {
     case KernelKind::kGmm:
-    case KernelKind::kGmmV2:
-      c = GroupedMatmul(problem, tiling, device);
-      break;
     case KernelKind::kTgmm:
+    case KernelKind::kGmmV2:
     case KernelKind::kTgmmV2:
-      c = TransposedGroupedMatmul(problem, tiling, device);
-      break;
     case KernelKind::kFusedFfnDTiled:
     case KernelKind::kFusedFfnFTiled:
-      c = FusedFfn(problem, tiling);
-      break;
+      return CostModelEstimate(problem, tiling, chip);
     case KernelKind::kRaggedGather: {
+      const Device device = DeviceOf(problem, chip);
       c = RaggedGather(problem, tiling);
       // Steps run in parallel on the SparseCores (at least one).
       const double cores = std::max<int64_t>(1, chip.proto().compute().sparsecores_per_chip());
       Finish(device, kTpuGridStepOverheadSeconds / cores, fixed, c);
       return c;
     }
-    case KernelKind::kGpuGroupedGemm:
+    case KernelKind::kGpuGroupedGemm: {
+      const Device device = DeviceOf(problem, chip);
       c = GpuGroupedGemm(problem, tiling, chip, device);
       Finish(device, 0, fixed, c);
       return c;
+    }
   }
-  Finish(device, kTpuGridStepOverheadSeconds, fixed, c);
   return c;
 }
 

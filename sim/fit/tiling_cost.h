@@ -1,29 +1,42 @@
-// How fast a kernel runs under a tiling: the ranking `perfsim fit --search` uses.
+// How fast a kernel runs under a tiling: the ranking `perfsim fit --search` uses. Everything
+// that ranks tilings calls EstimateTilingCost and nothing else.
 //
-// This is a documented proxy that stands in until the cost model (sim/cost, issue 5) can time a
-// kernel; everything that ranks tilings calls EstimateTilingCost and nothing else, so swapping
-// it is one function. The proxy is a roofline per kernel call, on one device (a chip's figures
-// divided by its devices_per_chip, so one v7x TensorCore):
+// The grouped-matmul kernels are priced by the cost model, CostGroupedMatmul
+// (sim/cost/grouped_matmul.h), on one device of the chip, with the group sizes unknown:
+//   gmm, gmm_v2             GroupedMatmulKind::kGmm
+//   tgmm, tgmm_v2           GroupedMatmulKind::kTgmm
+//   fused_ffn_d_tiled,      GroupedMatmulKind::kFusedFfn with (tm, td, tf)
+//   fused_ffn_f_tiled
+// so tiles_m + G - 1 visited m-tiles (every group boundary inside a tile), the tile waste of
+// whole (tm, tk, tn) tiles on the matrix unit, the weights re-read for every visited m-tile when
+// tiles_k > 1 (once per group when tk covers k), at the chip's matrix-unit rate and HBM
+// bandwidth, plus the kernel overhead. gmm_v2 with a fused activation streams two rhs blocks per
+// step: it is priced as one gmm with n and tn doubled (the work and the rhs traffic double, the
+// lhs traffic does not). What the cost model leaves out is the same for every tiling of one
+// problem, so it does not change the ranking: the existing_out / partial_sum read (m·n or G·k·n
+// bytes), bias and quantisation-scale rows, and the out bytes of the fused activation, which
+// the doubling overstates by m·n.
 //
-//   compute_seconds  = Σ over grid steps of the block's matrix work, each block padded to the
-//                      matrix unit (MXU 128/256, GPU MMA), at the dense peak of the operand type
-//   memory_seconds   = the HBM bytes the tiling implies (every block fetch the DMA pipeline does
-//                      not skip: the lhs once per n tile, the rhs once per active m-tile unless
-//                      tk covers k, ...) at the HBM bandwidth
-//   overhead_seconds = grid steps × 0.35 us on TPU (the per-step cost the Pallas TPU matmul
-//                      guide quotes; recalled, not in shared/reference) + kernel_overhead_seconds
-//   seconds          = max(compute_seconds, memory_seconds) + overhead_seconds
-//
-// GPU: CTAs run in waves over the SMs; a CTA's time is its MMA work at the per-SM peak, derated
-// by small_rows_fraction_of_peak when tm is below the chip's full-rate M. The k tile does not
-// change a GPU estimate; the search prefers fewer main-loop iterations among equal times.
-// Grouped kernels assume every group non-empty, so tiles_m + min(groups, m) - 1 m-tiles are
-// active (the megablox bound). f32 operands on a chip with no sourced f32 matmul peak run at a
-// third of the bf16 peak (three bf16 passes).
+// The cost model has no price for the SparseCore ragged gather or the GPU grouped GEMM's CTA
+// waves, so those two keep a roofline proxy (per device: a chip's figures divided by its
+// devices_per_chip):
+//   ragged_gather      bytes = the kernel's own cost estimate (backends.md 1a.3),
+//                      out_rows·D·dtype·2 + out_rows·4 (+ out_rows·4 with weights), at HBM
+//                      bandwidth; plus 0.35 us per step spread over the SparseCores
+//   gpu_grouped_gemm   CTAs (tiles_m + G - 1 active m-tiles × n tiles) in waves over the SMs,
+//                      each CTA's MMA work at the per-SM peak (derated by
+//                      small_rows_fraction_of_peak when tm is below the full-rate M), against
+//                      the HBM bytes of the A and B tiles it streams; the k tile changes no
+//                      estimate, and the search prefers fewer main-loop iterations among equal
+//                      times
+//   seconds = max(compute_seconds, memory_seconds) + overhead_seconds (+ kernel overhead).
+// 0.35 us per grid step is the per-step cost the Pallas TPU matmul guide quotes (recalled, not
+// in shared/reference).
 #ifndef PERFSIM_SIM_FIT_TILING_COST_H_
 #define PERFSIM_SIM_FIT_TILING_COST_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "sim/fit/kernels.h"
@@ -31,7 +44,7 @@
 
 namespace perfsim {
 
-// Pallas TPU fixed cost per grid step, seconds.
+// Pallas TPU fixed cost per grid step, seconds (the ragged_gather proxy).
 inline constexpr double kTpuGridStepOverheadSeconds = 0.35e-6;
 
 struct TilingCostEstimate {
@@ -39,17 +52,25 @@ struct TilingCostEstimate {
   double compute_seconds = 0;
   double memory_seconds = 0;
   double overhead_seconds = 0;
-  double flops = 0;      // Padded matrix work, FLOP.
+  double flops = 0;      // Matrix work the units execute (whole tiles), FLOP.
   double hbm_bytes = 0;  // Bytes moved between HBM and on-chip memory.
   // TPU: grid steps; GPU: CTA main-loop iterations (CTAs × k steps).
   int64_t grid_steps = 0;
 };
 
+// Whether the cost model (CostGroupedMatmul) prices `kernel`, rather than the proxy.
+bool PricedByCostModel(KernelKind kernel);
+
+// The estimate for one legal tiling of a validated problem. A problem the cost model refuses
+// (it cannot be, after ValidateProblem and CheckTilingRange) gets an infinite time, so it
+// ranks last.
 TilingCostEstimate EstimateTilingCost(const KernelProblem& problem, const Tiling& tiling,
                                       const Chip& chip);
 
-// One line naming the model, for reports ("roofline proxy (sim/fit/tiling_cost.h): ...").
-absl::string_view TilingCostModelName();
+// One line naming what ranks `kernel`'s tilings, for reports: "cost model
+// (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes unknown: ...)" or "roofline proxy
+// (sim/fit/tiling_cost.h): ...".
+std::string TilingCostModelName(KernelKind kernel);
 
 }  // namespace perfsim
 

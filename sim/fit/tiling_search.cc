@@ -1,6 +1,7 @@
 // Tiling enumeration and search (tiling_search.h). The search computes each candidate's
-// footprint (a handful of small buffers) and, for those that fit, the cost proxy; only the
-// winner and the closest miss get a full FitReport.
+// footprint (a handful of small buffers) and, for those that fit, the estimate of
+// tiling_cost.h (the cost model for the grouped matmuls); only the winner and the closest miss
+// get a full FitReport.
 #include "sim/fit/tiling_search.h"
 
 #include <algorithm>

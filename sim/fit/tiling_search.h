@@ -1,7 +1,8 @@
 // The fastest legal tiling that fits, and the runners-up.
 //
 //   TilingSearchResult r = *SearchTilings(problem, chip, {});
-//   r.best->tiling;            // fastest fitting tiling by EstimateTilingCost
+//   r.best->tiling;            // fastest fitting tiling by EstimateTilingCost (tiling_cost.h:
+//                              // the cost model for gmm*, tgmm*, fused_ffn_*)
 //   r.runners_up;              // the next fastest fitting ones, fastest first
 //   r.candidates, r.fitting;   // legal tilings enumerated, and how many of them fit
 //

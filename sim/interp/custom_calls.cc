@@ -120,6 +120,11 @@ absl::StatusOr<Value> AllocateBuffer(DeviceEvaluator& ev, const Instruction& ins
   return Value::Array(std::move(buffer));
 }
 
+bool IsShardingTarget(absl::string_view target) {
+  return target == "Sharding" || target == "SPMDFullToShardShape" ||
+         target == "SPMDShardToFullShape";
+}
+
 absl::StatusOr<Value> ShardingIdentity(DeviceEvaluator& ev, const Instruction& instruction,
                                        OperandValues operands) {
   if (operands.size() != 1 || !operands[0]->is_array() || !instruction.shape().IsArray() ||
@@ -547,10 +552,10 @@ Registry& GetRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry;
     r->targets[std::string(kAllocateBufferTarget)] = AllocateBuffer;
-    r->targets["Sharding"] = ShardingIdentity;
+    r->targets["Sharding"] = &ShardingIdentity;
     r->targets["TopK"] = TopKCustomCall;
-    r->targets["SPMDFullToShardShape"] = ShardingIdentity;
-    r->targets["SPMDShardToFullShape"] = ShardingIdentity;
+    r->targets["SPMDFullToShardShape"] = &ShardingIdentity;
+    r->targets["SPMDShardToFullShape"] = &ShardingIdentity;
     r->targets[std::string(kGmmTarget)] = [](DeviceEvaluator& ev, const Instruction& i,
                                              OperandValues ops) {
       return GroupedMatmul(ev, i, ops, /*transposed=*/false);
@@ -596,6 +601,24 @@ std::optional<std::vector<int64_t>> JsonIntArrayField(absl::string_view json,
     out.push_back(*v);
   }
   return out;
+}
+
+bool CustomCallPassesOperandThrough(const Instruction& instruction) {
+  if (!IsShardingTarget(instruction.attributes().custom_call_target) ||
+      instruction.operand_count() != 1) {
+    return false;
+  }
+  const Shape& operand = instruction.operand(0)->shape();
+  const Shape& result = instruction.shape();
+  if (!operand.IsArray() || !result.IsArray() || operand.dimensions() != result.dimensions()) {
+    return false;
+  }
+  // A target re-registered by RegisterCustomCall may do anything.
+  Registry& registry = GetRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  auto it = registry.targets.find(instruction.attributes().custom_call_target);
+  return it != registry.targets.end() && it->second.target<decltype(&ShardingIdentity)>() != nullptr &&
+         *it->second.target<decltype(&ShardingIdentity)>() == &ShardingIdentity;
 }
 
 void RegisterCustomCall(std::string target, CustomCallFn fn) {

@@ -83,6 +83,11 @@ namespace interp {
 using CustomCallFn = std::function<absl::StatusOr<Value>(
     DeviceEvaluator& ev, const Instruction& instruction, OperandValues operands)>;
 
+// True when the interpreter runs `instruction` (a custom-call) by handing its operand on
+// unchanged: the sharding annotations above when operand and result dimensions agree.
+// memory_plan.h uses it to count no new buffer.
+bool CustomCallPassesOperandThrough(const Instruction& instruction);
+
 // Registers `fn` for `target` (process-wide; replaces an existing entry). Thread-safe.
 void RegisterCustomCall(std::string target, CustomCallFn fn);
 

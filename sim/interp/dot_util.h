@@ -1,7 +1,8 @@
 // Internal: moving operands of dot-like ops into and out of the accumulation type.
 //
 // Dots accumulate in the compute type of their *result* element type (float for f32, bf16,
-// f16 and f8 results, double for f64, int64 for integers and pred), which is how
+// f16 and f8 results, double for f64, int64 for integers and pred, std::complex<float/double>
+// for c64/c128 -- without conjugation, as XLA's dot), which is how
 // `preferred_element_type` picks the accumulator: a bf16 x bf16 -> f32 dot multiplies exact
 // bf16 values and sums in f32; a bf16 -> bf16 dot sums in f32 and rounds once at the end.
 //
@@ -13,6 +14,7 @@
 #ifndef PERFSIM_SIM_INTERP_DOT_UTIL_H_
 #define PERFSIM_SIM_INTERP_DOT_UTIL_H_
 
+#include <complex>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -31,31 +33,45 @@ namespace interp {
 template <typename C>
 using AccumulatorTraits = std::conditional_t<
     std::is_same_v<C, float>, NativeFloatTraits<PrimitiveType::kF32, float>,
-    std::conditional_t<std::is_same_v<C, double>, NativeFloatTraits<PrimitiveType::kF64, double>,
-                       IntTraits<PrimitiveType::kS64, int64_t>>>;
+    std::conditional_t<
+        std::is_same_v<C, double>, NativeFloatTraits<PrimitiveType::kF64, double>,
+        std::conditional_t<
+            std::is_same_v<C, std::complex<float>>, ComplexTraits<PrimitiveType::kC64, float>,
+            std::conditional_t<std::is_same_v<C, std::complex<double>>,
+                               ComplexTraits<PrimitiveType::kC128, double>,
+                               IntTraits<PrimitiveType::kS64, int64_t>>>>>;
 
 // Calls f(C{}) with the accumulation type for results of element type `result_type`.
 template <typename F>
 absl::Status DispatchAccumulator(PrimitiveType result_type, F&& f) {
   if (result_type == PrimitiveType::kF64) return f(double{});
+  if (result_type == PrimitiveType::kC64) return f(std::complex<float>{});
+  if (result_type == PrimitiveType::kC128) return f(std::complex<double>{});
   if (IsFloatingPoint(result_type)) return f(float{});
   if (IsInteger(result_type) || result_type == PrimitiveType::kPred) return f(int64_t{});
-  return absl::UnimplementedError(
-      absl::StrCat("expected a real result element type; got ", PrimitiveTypeName(result_type)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected an array result element type; got ", PrimitiveTypeName(result_type)));
 }
 
-// All elements of `literal`, converted to C (XLA convert semantics).
+// All elements of `literal`, converted to C (XLA convert semantics). A complex literal into a
+// real accumulator is InvalidArgument: the imaginary parts would be dropped.
 template <typename C>
 absl::Status ToAccumulator(const Literal& literal, std::vector<C>* out) {
   const int64_t n = literal.element_count();
   out->resize(n);
   return DispatchElementType(literal.shape().element_type(), "", [&](auto traits) {
     using T = decltype(traits);
-    const uint8_t* in = literal.data().data();
-    for (int64_t i = 0; i < n; ++i) {
-      (*out)[i] = ConvertValue<T, AccumulatorTraits<C>>(T::Load(in, i));
+    if constexpr (kIsComplex<T> && !kIsComplex<AccumulatorTraits<C>>) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected a complex result for ", PrimitiveTypeName(T::kType),
+                       " operands; got a real one"));
+    } else {
+      const uint8_t* in = literal.data().data();
+      for (int64_t i = 0; i < n; ++i) {
+        (*out)[i] = ConvertValue<T, AccumulatorTraits<C>>(T::Load(in, i));
+      }
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
   });
 }
 

@@ -13,9 +13,11 @@
 //   f64                      double     double    (native)
 //   bf16                     uint16_t   float     round to nearest even (fast path)
 //   f16, every f8/f6/f4      uint8/16   float     round to nearest even via float_types.h
+//   c64 / c128               2 x f32/64 std::complex<float/double>   (native)
 //
-// Complex types are not supported (Unimplemented). Ops on narrow floats therefore compute in
-// f32 and round the result to the storage type, which is what XLA's CPU backend does.
+// Ops on narrow floats therefore compute in f32 and round the result to the storage type,
+// which is what XLA's CPU backend does. Complex elements are stored real part first, as
+// Literal and NumPy store them.
 //
 //   absl::Status s = DispatchElementType(shape.element_type(), "add.1", [&](auto traits) {
 //     using T = decltype(traits);
@@ -25,6 +27,7 @@
 #ifndef PERFSIM_SIM_INTERP_ELEMENT_TYPES_H_
 #define PERFSIM_SIM_INTERP_ELEMENT_TYPES_H_
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -38,7 +41,7 @@
 namespace perfsim {
 namespace interp {
 
-enum class ElementKind { kPred, kSigned, kUnsigned, kFloat };
+enum class ElementKind { kPred, kSigned, kUnsigned, kFloat, kComplex };
 
 template <typename StorageT>
 inline StorageT LoadRaw(const uint8_t* data, int64_t i) {
@@ -144,9 +147,28 @@ struct NarrowFloatTraits {
   }
 };
 
-// Calls `f(Traits{})` with the traits of `type` and returns its Status. Types the interpreter
-// cannot hold (complex) give Unimplemented, non-array types InvalidArgument, both naming
-// `where`.
+// c64 and c128: two IEEE components, real first. Component is the component's C++ type.
+template <PrimitiveType kTypeV, typename Float>
+struct ComplexTraits {
+  static constexpr PrimitiveType kType = kTypeV;
+  static constexpr ElementKind kKind = ElementKind::kComplex;
+  using Storage = std::complex<Float>;
+  using Compute = std::complex<Float>;
+  using Component = Float;
+  static Compute Load(const uint8_t* data, int64_t i) {
+    Float parts[2];
+    std::memcpy(parts, data + i * static_cast<int64_t>(sizeof(parts)), sizeof(parts));
+    return Compute(parts[0], parts[1]);
+  }
+  static void Store(uint8_t* data, int64_t i, Compute value) {
+    const Float parts[2] = {value.real(), value.imag()};
+    std::memcpy(data + i * static_cast<int64_t>(sizeof(parts)), parts, sizeof(parts));
+  }
+  static Compute Round(Compute value) { return value; }
+};
+
+// Calls `f(Traits{})` with the traits of `type` and returns its Status. Non-array types give
+// InvalidArgument naming `where`.
 template <typename F>
 absl::Status DispatchElementType(PrimitiveType type, absl::string_view where, F&& f) {
   using P = PrimitiveType;
@@ -212,10 +234,9 @@ absl::Status DispatchElementType(PrimitiveType type, absl::string_view where, F&
     case P::kF6E2M3FN:
       return f(NarrowFloatTraits<P::kF6E2M3FN>{});
     case P::kC64:
+      return f(ComplexTraits<P::kC64, float>{});
     case P::kC128:
-      return absl::UnimplementedError(
-          absl::StrCat(where, ": expected a real element type; got ", PrimitiveTypeName(type),
-                       " (complex types are not supported by the interpreter)"));
+      return f(ComplexTraits<P::kC128, double>{});
     case P::kTuple:
     case P::kOpaque:
     case P::kToken:
@@ -239,10 +260,28 @@ absl::Status DispatchElementTypePair(PrimitiveType from, PrimitiveType to, absl:
 template <typename Traits>
 inline constexpr bool kIsFloat = Traits::kKind == ElementKind::kFloat;
 template <typename Traits>
+inline constexpr bool kIsComplex = Traits::kKind == ElementKind::kComplex;
+template <typename Traits>
 inline constexpr bool kIsInteger =
     Traits::kKind == ElementKind::kSigned || Traits::kKind == ElementKind::kUnsigned;
 template <typename Traits>
 inline constexpr bool kIsPred = Traits::kKind == ElementKind::kPred;
+
+// DispatchElementType for ops XLA defines on real element types only (clamp, top-k, ordered
+// comparisons, ...): `f` is never instantiated with complex traits, and a complex `type` is
+// InvalidArgument "<where>: expected a real element type; got c64".
+template <typename F>
+absl::Status DispatchRealElementType(PrimitiveType type, absl::string_view where, F&& f) {
+  return DispatchElementType(type, where, [&](auto traits) -> absl::Status {
+    if constexpr (kIsComplex<decltype(traits)>) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, where.empty() ? "" : ": ", "expected a real element type; got ",
+          PrimitiveTypeName(type)));
+    } else {
+      return f(traits);
+    }
+  });
+}
 
 }  // namespace interp
 }  // namespace perfsim

@@ -162,6 +162,9 @@ absl::StatusOr<std::shared_ptr<Literal>> DeviceEvaluator::AllocatePoisoned(const
     typename T::Compute poison;
     if constexpr (kIsFloat<T>) {
       poison = std::numeric_limits<typename T::Compute>::quiet_NaN();
+    } else if constexpr (kIsComplex<T>) {
+      const auto nan = std::numeric_limits<typename T::Component>::quiet_NaN();
+      poison = typename T::Compute(nan, nan);
     } else if constexpr (kIsPred<T>) {
       poison = true;
     } else {
@@ -171,6 +174,20 @@ absl::StatusOr<std::shared_ptr<Literal>> DeviceEvaluator::AllocatePoisoned(const
     return absl::OkStatus();
   }));
   return buffer;
+}
+
+absl::Status DeviceEvaluator::MaterializeConstants() {
+  for (const Instruction* constant : run_.constants) {
+    const auto& literal = constant->attributes().literal;
+    if (!literal.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(constant->name(), ": expected a literal; got none"));
+    }
+    absl::StatusOr<Value> value = ValueFromLiteral(*run_.buffers, *literal);
+    if (!value.ok()) return Annotate(value.status(), constant->name());
+    constants_.emplace(constant, *std::move(value));
+  }
+  return absl::OkStatus();
 }
 
 uint64_t DeviceEvaluator::NextRandom() {
@@ -241,10 +258,10 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
     case Opcode::kSqrt:
     case Opcode::kTan:
     case Opcode::kTanh:
-    case Opcode::kReal:
       return EvalUnary(*this, instruction, operands);
+    case Opcode::kReal:
     case Opcode::kImag:
-      return Unsupported(instruction, "complex element types are not supported");
+      return EvalRealImag(*this, instruction, operands);
     case Opcode::kIsFinite:
       return EvalIsFinite(*this, instruction, operands);
     case Opcode::kAdd:
@@ -282,7 +299,7 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
     case Opcode::kRng:
       return EvalRng(*this, instruction, operands);
     case Opcode::kStochasticConvert:
-      return Unsupported(instruction, "not implemented yet (TODO(#3))");
+      return EvalStochasticConvert(*this, instruction, operands);
 
     // Data movement.
     case Opcode::kBroadcast:
@@ -366,7 +383,8 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
       }
       auto cached = constants_.find(&instruction);
       if (cached != constants_.end()) return cached->second;
-      PERFSIM_ASSIGN_OR_RETURN(Value value, ValueFromLiteral(*run_.budget, *attrs.literal));
+      // Not among run().constants (a module evaluated without MaterializeConstants).
+      PERFSIM_ASSIGN_OR_RETURN(Value value, ValueFromLiteral(*run_.buffers, *attrs.literal));
       constants_.emplace(&instruction, value);
       return value;
     }
@@ -411,11 +429,16 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
       }
       Value state = *operands[0];
       for (int64_t iteration = 0;; ++iteration) {
-        PERFSIM_ASSIGN_OR_RETURN(Value go, Evaluate(*instruction.condition(), {state}));
-        if (!go.is_array() || go.array().element_count() != 1) {
-          return absl::InvalidArgumentError("expected the condition to return pred[]");
+        bool keep_going = false;
+        {
+          // The condition's value is dropped before the body runs (memory_plan.h counts so).
+          PERFSIM_ASSIGN_OR_RETURN(Value go, Evaluate(*instruction.condition(), {state}));
+          if (!go.is_array() || go.array().element_count() != 1) {
+            return absl::InvalidArgumentError("expected the condition to return pred[]");
+          }
+          keep_going = go.array().GetAsInt64(0) != 0;
         }
-        if (go.array().GetAsInt64(0) == 0) break;
+        if (!keep_going) break;
         if (iteration >= options().max_while_iterations) {
           return absl::ResourceExhaustedError(
               absl::StrCat("expected the loop to end within max_while_iterations=",

@@ -2,8 +2,8 @@
 //
 // One DeviceEvaluator runs one virtual device's program. Evaluate() walks a computation in
 // dependency order (only instructions the root depends on), hands each instruction's operand
-// values to the function of its op family, and drops a value after its last use so the memory
-// budget sees what a real run would keep alive.
+// values to the function of its op family, and drops a value after its last use, as a real
+// run would (memory_plan.h replays this schedule to decide the memory budget).
 //
 // Op-family functions have the signature
 //   absl::StatusOr<Value> EvalX(DeviceEvaluator& ev, const Instruction& instruction,
@@ -40,15 +40,18 @@ struct ComputationPlan {
   int32_t root_slot = -1;
 };
 
-// State shared by all devices of one run; read-only while devices run, except for the budget
-// and the hub, which are thread-safe.
+// State shared by all devices of one run; read-only while devices run, except for the buffer
+// counter and the hub, which are thread-safe.
 struct RunContext {
   const Module* module = nullptr;
   const InterpreterOptions* options = nullptr;
-  MemoryBudget* budget = nullptr;
+  BufferCounter* buffers = nullptr;
   CollectiveHub* hub = nullptr;
   const DeviceGrid* grid = nullptr;
   absl::flat_hash_map<const Computation*, ComputationPlan> plans;
+  // The constants of every computation the entry reaches; each device materialises them
+  // before it starts (memory_plan.h counts them as alive for the whole run).
+  std::vector<const Instruction*> constants;
 };
 
 // Builds the plans of every computation of the module.
@@ -58,12 +61,16 @@ class DeviceEvaluator {
  public:
   DeviceEvaluator(const RunContext& run, int64_t device) : run_(run), device_(device) {}
 
+  // Materialises run().constants (once per device, before the first Evaluate).
+  absl::Status MaterializeConstants();
+
   // Runs `computation` with `args` bound to its parameters.
   absl::StatusOr<Value> Evaluate(const Computation& computation, absl::Span<const Value> args);
 
-  // A zero-filled buffer charged to the run's memory budget.
+  // A zero-filled buffer, counted by the run's BufferCounter. (Never fails today; the
+  // StatusOr keeps call sites ready for allocation errors.)
   absl::StatusOr<std::shared_ptr<Literal>> Allocate(const Shape& shape) {
-    return run_.budget->Allocate(shape);
+    return run_.buffers->Allocate(shape);
   }
   // A buffer of `shape` holding the poison pattern (NaN / kPoisonInteger / true).
   absl::StatusOr<std::shared_ptr<Literal>> AllocatePoisoned(const Shape& shape);
@@ -91,7 +98,7 @@ class DeviceEvaluator {
   const RunContext& run_;
   const int64_t device_;
   absl::flat_hash_map<const Instruction*, int64_t> sequence_;
-  // Constants are materialised (and charged to the budget) once per device.
+  // Constants are materialised (and counted) once per device.
   absl::flat_hash_map<const Instruction*, Value> constants_;
   uint64_t rng_counter_ = 0;
 };
@@ -134,6 +141,11 @@ absl::StatusOr<Value> EvalClamp(DeviceEvaluator& ev, const Instruction& instruct
                                 OperandValues operands);
 absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instruction,
                                   OperandValues operands);
+absl::StatusOr<Value> EvalStochasticConvert(DeviceEvaluator& ev, const Instruction& instruction,
+                                            OperandValues operands);
+// real and imag.
+absl::StatusOr<Value> EvalRealImag(DeviceEvaluator& ev, const Instruction& instruction,
+                                   OperandValues operands);
 absl::StatusOr<Value> EvalBitcastConvert(DeviceEvaluator& ev, const Instruction& instruction,
                                          OperandValues operands);
 absl::StatusOr<Value> EvalReducePrecision(DeviceEvaluator& ev, const Instruction& instruction,

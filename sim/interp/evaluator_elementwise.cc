@@ -1,6 +1,6 @@
-// Elementwise ops: unary, binary, compare, select, clamp, convert, bitcast-convert,
-// reduce-precision, iota, map and rng. Each instruction dispatches its element type (and op)
-// once; the per-element loops are plain.
+// Elementwise ops: unary, binary, compare, select, clamp, convert, stochastic-convert,
+// bitcast-convert, reduce-precision, real/imag, iota, map and rng. Each instruction
+// dispatches its element type (and op) once; the per-element loops are plain.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -44,7 +44,6 @@ constexpr std::pair<Opcode, UnaryOp> kUnaryOps[] = {
     {Opcode::kNot, UnaryOp::kNot},
     {Opcode::kPopcnt, UnaryOp::kPopcnt},
     {Opcode::kClz, UnaryOp::kClz},
-    {Opcode::kReal, UnaryOp::kCopy},
     {Opcode::kCopy, UnaryOp::kCopy},
 };
 
@@ -83,13 +82,15 @@ std::optional<BinaryOp> BinaryOpOf(Opcode opcode) {
 }
 
 absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type) {
+  const bool is_int = kind == ElementKind::kSigned || kind == ElementKind::kUnsigned;
+  const bool is_float = kind == ElementKind::kFloat;
   bool ok = false;
   switch (op) {
     case UnaryOp::kCopy:
       ok = true;
       break;
     case UnaryOp::kNot:
-      ok = kind != ElementKind::kFloat;
+      ok = is_int || kind == ElementKind::kPred;
       break;
     case UnaryOp::kAbs:
     case UnaryOp::kNegate:
@@ -98,7 +99,7 @@ absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type) 
       break;
     case UnaryOp::kPopcnt:
     case UnaryOp::kClz:
-      ok = kind == ElementKind::kSigned || kind == ElementKind::kUnsigned;
+      ok = is_int;
       break;
     case UnaryOp::kExp:
     case UnaryOp::kExpm1:
@@ -106,18 +107,20 @@ absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type) 
     case UnaryOp::kLog1p:
     case UnaryOp::kSqrt:
     case UnaryOp::kRsqrt:
-    case UnaryOp::kCbrt:
     case UnaryOp::kTanh:
     case UnaryOp::kLogistic:
     case UnaryOp::kSin:
     case UnaryOp::kCos:
     case UnaryOp::kTan:
+      ok = is_float || kind == ElementKind::kComplex;
+      break;
+    case UnaryOp::kCbrt:
     case UnaryOp::kErf:
     case UnaryOp::kFloor:
     case UnaryOp::kCeil:
     case UnaryOp::kRoundAfz:
     case UnaryOp::kRoundEven:
-      ok = kind == ElementKind::kFloat;
+      ok = is_float;
       break;
   }
   if (ok) return absl::OkStatus();
@@ -126,19 +129,26 @@ absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type) 
 }
 
 absl::Status CheckBinaryOpType(BinaryOp op, ElementKind kind, PrimitiveType type) {
+  const bool is_int = kind == ElementKind::kSigned || kind == ElementKind::kUnsigned;
+  const bool is_complex = kind == ElementKind::kComplex;
   bool ok = false;
   switch (op) {
     case BinaryOp::kAdd:
     case BinaryOp::kSubtract:
     case BinaryOp::kMultiply:
-    case BinaryOp::kMaximum:
-    case BinaryOp::kMinimum:
       ok = true;
       break;
     case BinaryOp::kDivide:
-    case BinaryOp::kRemainder:
     case BinaryOp::kPower:
       ok = kind != ElementKind::kPred;
+      break;
+    case BinaryOp::kMaximum:
+    case BinaryOp::kMinimum:
+      // No order on complex numbers (README: ops not run on CPU).
+      ok = !is_complex;
+      break;
+    case BinaryOp::kRemainder:
+      ok = is_int || kind == ElementKind::kFloat;
       break;
     case BinaryOp::kAtan2:
       ok = kind == ElementKind::kFloat;
@@ -146,17 +156,28 @@ absl::Status CheckBinaryOpType(BinaryOp op, ElementKind kind, PrimitiveType type
     case BinaryOp::kAnd:
     case BinaryOp::kOr:
     case BinaryOp::kXor:
-      ok = kind != ElementKind::kFloat;
+      ok = is_int || kind == ElementKind::kPred;
       break;
     case BinaryOp::kShiftLeft:
     case BinaryOp::kShiftRightArithmetic:
     case BinaryOp::kShiftRightLogical:
-      ok = kind == ElementKind::kSigned || kind == ElementKind::kUnsigned;
+      ok = is_int;
       break;
   }
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("expected an element type the op is defined on; got ", PrimitiveTypeName(type)));
+}
+
+absl::Status CheckCompareType(ComparisonDirection direction, ElementKind kind,
+                              PrimitiveType type) {
+  if (kind != ElementKind::kComplex || direction == ComparisonDirection::kEq ||
+      direction == ComparisonDirection::kNe) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "expected direction EQ or NE for ", PrimitiveTypeName(type),
+      " (complex numbers have no order); got ", ComparisonDirectionName(direction)));
 }
 
 namespace {
@@ -219,7 +240,62 @@ UInt ReducePrecisionBits(UInt x, int src_exponent_bits, int src_mantissa_bits, i
   return x;
 }
 
+enum class Part { kReal, kImag, kAbs };
+
+// real(z), imag(z) or |z| of a complex array, in the component type (f32 for c64).
+absl::StatusOr<Value> ComplexPart(DeviceEvaluator& ev, const Value& operand, Part part) {
+  const Shape& shape = operand.array_shape();
+  const PrimitiveType type = shape.element_type();
+  const PrimitiveType component =
+      type == PrimitiveType::kC128 ? PrimitiveType::kF64 : PrimitiveType::kF32;
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, component, shape));
+  const int64_t n = shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
+    using T = decltype(traits);
+    if constexpr (!kIsComplex<T>) {
+      return absl::InternalError("expected a complex operand");
+    } else {
+      using C = typename T::Component;
+      using Out = NativeFloatTraits<sizeof(C) == 4 ? PrimitiveType::kF32 : PrimitiveType::kF64, C>;
+      const uint8_t* in = operand.data();
+      uint8_t* o = out->mutable_data().data();
+      for (int64_t i = 0; i < n; ++i) {
+        const typename T::Compute z = T::Load(in, i);
+        switch (part) {
+          case Part::kReal:
+            Out::Store(o, i, z.real());
+            break;
+          case Part::kImag:
+            Out::Store(o, i, z.imag());
+            break;
+          case Part::kAbs:
+            Out::Store(o, i, std::abs(z));
+            break;
+        }
+      }
+      return absl::OkStatus();
+    }
+  }));
+  return Value::Array(std::move(out));
+}
+
 }  // namespace
+
+absl::StatusOr<Value> EvalRealImag(DeviceEvaluator& ev, const Instruction& instruction,
+                                   OperandValues operands) {
+  // real(x) of a real array is x and imag(x) is zeros of its type, as XLA defines them.
+  const bool imag = instruction.opcode() == Opcode::kImag;
+  const Shape& shape = operands[0]->array_shape();
+  const PrimitiveType type = shape.element_type();
+  if (IsComplex(type)) return ComplexPart(ev, *operands[0], imag ? Part::kImag : Part::kReal);
+  if (!IsFloatingPoint(type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a floating-point or complex operand; got ", PrimitiveTypeName(type)));
+  }
+  if (!imag) return *operands[0];
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> zeros, AllocateLike(ev, type, shape));
+  return Value::Array(std::move(zeros));
+}
 
 absl::StatusOr<Value> EvalUnary(DeviceEvaluator& ev, const Instruction& instruction,
                                 OperandValues operands) {
@@ -228,6 +304,7 @@ absl::StatusOr<Value> EvalUnary(DeviceEvaluator& ev, const Instruction& instruct
   const Shape& shape = operands[0]->array_shape();
   const PrimitiveType type = shape.element_type();
   if (*op == UnaryOp::kCopy) return *operands[0];
+  if (*op == UnaryOp::kAbs && IsComplex(type)) return ComplexPart(ev, *operands[0], Part::kAbs);
   PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, shape));
   const int64_t n = shape.ElementCount();
   PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
@@ -324,6 +401,7 @@ absl::StatusOr<Value> EvalCompare(DeviceEvaluator& ev, const Instruction& instru
   const int64_t sb = ElementStride(*operands[1]);
   PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
     using T = decltype(traits);
+    PERFSIM_RETURN_IF_ERROR(CheckCompareType(direction, T::kKind, type));
     const uint8_t* a = operands[0]->data();
     const uint8_t* b = operands[1]->data();
     uint8_t* o = out->mutable_data().data();
@@ -374,7 +452,7 @@ absl::StatusOr<Value> EvalClamp(DeviceEvaluator& ev, const Instruction& instruct
   const int64_t s_lo = ElementStride(*operands[0]);
   const int64_t s_x = ElementStride(*operands[1]);
   const int64_t s_hi = ElementStride(*operands[2]);
-  PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
+  PERFSIM_RETURN_IF_ERROR(DispatchRealElementType(type, "", [&](auto traits) {
     using T = decltype(traits);
     if constexpr (kIsPred<T>) {
       return absl::InvalidArgumentError("expected a numeric element type; got pred");
@@ -399,6 +477,12 @@ absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instru
   const Shape& in_shape = operands[0]->array_shape();
   const PrimitiveType from = in_shape.element_type();
   const PrimitiveType to = instruction.shape().element_type();
+  if (IsComplex(from) && to == PrimitiveType::kPred) {
+    // XLA:CPU aborts on it; complex -> numeric types take the real part.
+    return absl::InvalidArgumentError(absl::StrCat("expected a numeric result for a ",
+                                                   PrimitiveTypeName(from),
+                                                   " operand; got pred (compare with 0 instead)"));
+  }
   PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, to, in_shape));
   const int64_t n = in_shape.ElementCount();
   PERFSIM_RETURN_IF_ERROR(
@@ -408,21 +492,105 @@ absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instru
         const uint8_t* in = operands[0]->data();
         uint8_t* o = out->mutable_data().data();
         // Wide sources into narrow floats round once, straight from the double value, rather than
-        // twice through f32.
+        // twice through f32 (a complex source: its real part).
         constexpr bool kWideIntoNarrow = kIsFloat<T> && sizeof(typename T::Storage) < 4 &&
                                          !kIsPred<F> &&
                                          (sizeof(typename F::Compute) > 4 ||
                                           (kIsInteger<F> && sizeof(typename F::Compute) >= 4));
         for (int64_t i = 0; i < n; ++i) {
           if constexpr (kWideIntoNarrow) {
-            StoreRaw<typename T::Storage>(o, i,
-                                          static_cast<typename T::Storage>(EncodeFloat(
-                                              T::kType, static_cast<double>(F::Load(in, i)))));
+            double value;
+            if constexpr (kIsComplex<F>) {
+              value = static_cast<double>(F::Load(in, i).real());
+            } else {
+              value = static_cast<double>(F::Load(in, i));
+            }
+            StoreRaw<typename T::Storage>(
+                o, i, static_cast<typename T::Storage>(EncodeFloat(T::kType, value)));
           } else {
             T::Store(o, i, ConvertValue<F, T>(F::Load(in, i)));
           }
         }
         return absl::OkStatus();
+      }));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<Value> EvalStochasticConvert(DeviceEvaluator& ev, const Instruction& instruction,
+                                            OperandValues operands) {
+  // XLA's semantics (HloEvaluator's StochasticConvertOp; XLA:CPU runs only these types too):
+  // a floating-point x becomes a signed integer of the result type by rounding |x| down, then
+  // up when random < frac(|x|) * 2^W, where random is the matching element of the unsigned
+  // operand of W = bit width of x's type; the sign is put back afterwards. inf and values at
+  // or beyond the type's range saturate, NaN gives 0.
+  //   f32 x = 2.25, u32 random = 2^30 - 1: frac 0.25 * 2^32 = 2^30 > random, so 3.
+  const Shape& in_shape = operands[0]->array_shape();
+  const Literal& random = operands[1]->array();
+  const PrimitiveType from = in_shape.element_type();
+  const PrimitiveType to = instruction.shape().element_type();
+  if (!IsFloatingPoint(from) || !IsUnsignedInteger(random.shape().element_type()) ||
+      BitWidth(random.shape().element_type()) != BitWidth(from) ||
+      random.shape().dimensions() != in_shape.dimensions()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a floating-point operand and unsigned random bits of its width and shape; got ",
+        in_shape.ToString(false), " and ", random.shape().ToString(false)));
+  }
+  if (!IsSignedInteger(to)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a signed integer result (stochastic-convert rounds floating point "
+                     "to signed integers, as XLA runs it); got ",
+                     PrimitiveTypeName(to)));
+  }
+  const int digits = BitWidth(from);
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, to, in_shape));
+  const int64_t n = in_shape.ElementCount();
+  PERFSIM_RETURN_IF_ERROR(
+      DispatchElementTypePair(from, to, "", [&](auto from_traits, auto to_traits) {
+        using F = decltype(from_traits);
+        using T = decltype(to_traits);
+        if constexpr (!kIsFloat<F> || T::kKind != ElementKind::kSigned) {
+          return absl::InternalError("stochastic-convert types checked above");
+        } else {
+          using C = typename F::Compute;
+          constexpr int kBits = kBitsOf<T>;
+          const int64_t max = static_cast<int64_t>((uint64_t{1} << (kBits - 1)) - 1);
+          const int64_t min = -max - 1;
+          // The bounds as x's own type holds them (XLA compares in that type).
+          const C max_in_type = F::Round(static_cast<C>(max));
+          const C min_in_type = F::Round(static_cast<C>(min));
+          const uint8_t* in = operands[0]->data();
+          uint8_t* o = out->mutable_data().data();
+          for (int64_t i = 0; i < n; ++i) {
+            const C x = F::Load(in, i);
+            const bool negative = std::signbit(x);
+            int64_t value;
+            if (std::isinf(x)) {
+              value = negative ? min : max;
+            } else if (std::isnan(x)) {
+              value = 0;
+            } else if (x >= max_in_type) {
+              value = max;
+            } else if (x <= min_in_type) {
+              value = min;
+            } else {
+              const C magnitude = std::fabs(x);
+              int64_t truncated = static_cast<int64_t>(magnitude);
+              const C fraction = F::Round(magnitude - static_cast<C>(truncated));
+              if (fraction != C(0)) {
+                const uint64_t fixed_fraction =
+                    static_cast<uint64_t>(std::ldexp(static_cast<double>(fraction), digits));
+                if (random.GetBits(i) < fixed_fraction) {
+                  // XLA wraps to the minimum here (a truncated value of max cannot occur:
+                  // |x| < max_in_type).
+                  truncated = truncated == max ? min : truncated + 1;
+                }
+              }
+              value = negative ? -truncated : truncated;
+            }
+            T::Store(o, i, static_cast<typename T::Compute>(value));
+          }
+          return absl::OkStatus();
+        }
       }));
   return Value::Array(std::move(out));
 }
@@ -548,6 +716,10 @@ absl::StatusOr<Value> EvalRng(DeviceEvaluator& ev, const Instruction& instructio
   const bool is_float = IsFloatingPoint(shape.element_type());
   if (normal && !is_float)
     return absl::InvalidArgumentError("expected a floating-point rng_normal");
+  if (IsComplex(shape.element_type())) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a real rng result; got ",
+                                                   PrimitiveTypeName(shape.element_type())));
+  }
   for (int64_t i = 0; i < shape.ElementCount(); ++i) {
     const double u = static_cast<double>(ev.NextRandom() >> 11) * 0x1p-53;
     if (normal) {

@@ -151,6 +151,8 @@ absl::StatusOr<Value> EvalSort(DeviceEvaluator& ev, const Instruction& instructi
       const Literal& keys = operands[native->operand]->array();
       status = DispatchElementType(keys.shape().element_type(), "", [&](auto traits) {
         using T = decltype(traits);
+        PERFSIM_RETURN_IF_ERROR(
+            CheckCompareType(native->direction, T::kKind, keys.shape().element_type()));
         const uint8_t* data = keys.data().data();
         MergeSort(&order, [&](int64_t x, int64_t y) {
           return ApplyCompare<T>(native->direction, native->total_order, T::Load(data, x),
@@ -213,7 +215,7 @@ absl::StatusOr<Value> TopK(DeviceEvaluator& ev, const Literal& operand, int64_t 
                            ev.Allocate(Shape::Array(index_type, out_dims)));
   const int64_t rows = n == 0 ? 0 : shape.ElementCount() / n;
   const int64_t bytes = ByteWidth(shape.element_type());
-  PERFSIM_RETURN_IF_ERROR(DispatchElementType(shape.element_type(), "", [&](auto traits) {
+  PERFSIM_RETURN_IF_ERROR(DispatchRealElementType(shape.element_type(), "", [&](auto traits) {
     using T = decltype(traits);
     const uint8_t* in = operand.data().data();
     const ComparisonDirection direction =

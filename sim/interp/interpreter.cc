@@ -8,16 +8,17 @@
 #include "absl/strings/str_cat.h"
 #include "sim/interp/collectives.h"
 #include "sim/interp/evaluator.h"
+#include "sim/interp/memory_plan.h"
 #include "sim/interp/value.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
 
+using interp::BufferCounter;
 using interp::CollectiveHub;
 using interp::DeviceEvaluator;
 using interp::DeviceGrid;
-using interp::MemoryBudget;
 using interp::RunContext;
 using interp::Value;
 
@@ -55,7 +56,49 @@ absl::Status FirstRootCause(const std::vector<absl::StatusOr<Value>>& results) {
   return fallback;
 }
 
+int64_t EntryParameterBytes(const Computation& entry) {
+  int64_t bytes = 0;
+  for (const Instruction* parameter : entry.parameters()) bytes += parameter->shape().ByteSize();
+  return bytes;
+}
+
+absl::StatusOr<MemoryNeed> NeedFromPlans(const Module& module, const RunContext& run,
+                                         int64_t num_devices, int64_t input_sets,
+                                         std::vector<const Instruction*>* constants) {
+  PERFSIM_ASSIGN_OR_RETURN(interp::DeviceMemoryPlan plan,
+                           interp::PlanDeviceMemory(module, run.plans, num_devices));
+  MemoryNeed need;
+  need.num_devices = num_devices;
+  need.input_bytes = input_sets * EntryParameterBytes(*module.entry());
+  need.device_bytes = plan.peak_bytes;
+  need.constant_bytes = plan.constant_bytes;
+  need.peak_at = plan.peak_at;
+  need.total_bytes = need.input_bytes + num_devices * need.device_bytes;
+  if (constants != nullptr) *constants = std::move(plan.constants);
+  return need;
+}
+
 }  // namespace
+
+absl::StatusOr<MemoryNeed> ComputeMemoryNeed(const Module& module, int64_t num_devices,
+                                             int64_t input_sets) {
+  if (module.entry() == nullptr) {
+    return absl::InvalidArgumentError("module: expected an ENTRY computation");
+  }
+  RunContext run;
+  PERFSIM_RETURN_IF_ERROR(interp::BuildPlans(module, &run));
+  return NeedFromPlans(module, run, num_devices, input_sets, nullptr);
+}
+
+absl::Status CheckMemoryBudget(const MemoryNeed& need, int64_t budget_bytes) {
+  if (need.total_bytes <= budget_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "memory budget: the run needs ", need.total_bytes, " bytes (inputs ", need.input_bytes,
+      " + ", need.num_devices, need.num_devices == 1 ? " device x " : " devices x ",
+      need.device_bytes, need.num_devices == 1 ? ", peaking at " : ", each device peaking at ",
+      need.peak_at.empty() ? std::string("its start") : need.peak_at, "); budget ",
+      budget_bytes, " bytes: expected a need within the budget (raise it to run this module)"));
+}
 
 absl::StatusOr<RunResult> RunModule(const Module& module,
                                     const std::vector<std::vector<Literal>>& inputs,
@@ -77,23 +120,28 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
     PERFSIM_RETURN_IF_ERROR(CheckInputs(*entry, inputs[s], static_cast<int64_t>(s)));
   }
 
-  // The budget outlives every value below (they release into it).
-  MemoryBudget budget(options.memory_budget_bytes);
+  RunContext run;
+  run.module = &module;
+  run.options = &options;
+  run.grid = &grid;
+  PERFSIM_RETURN_IF_ERROR(interp::BuildPlans(module, &run));
+  // Decided before anything is allocated, from the program alone.
+  PERFSIM_ASSIGN_OR_RETURN(
+      MemoryNeed need,
+      NeedFromPlans(module, run, n, static_cast<int64_t>(inputs.size()), &run.constants));
+  PERFSIM_RETURN_IF_ERROR(CheckMemoryBudget(need, options.memory_budget_bytes));
+
+  // The counter outlives every value below (they release into it).
+  BufferCounter buffers;
+  run.buffers = &buffers;
   std::vector<std::vector<Value>> args(inputs.size());
   for (size_t s = 0; s < inputs.size(); ++s) {
     for (const Literal& literal : inputs[s]) {
-      absl::StatusOr<Value> v = interp::ValueFromLiteral(budget, literal);
+      absl::StatusOr<Value> v = interp::ValueFromLiteral(buffers, literal);
       if (!v.ok()) return Annotate(v.status(), "inputs");
       args[s].push_back(*std::move(v));
     }
   }
-
-  RunContext run;
-  run.module = &module;
-  run.options = &options;
-  run.budget = &budget;
-  run.grid = &grid;
-  PERFSIM_RETURN_IF_ERROR(interp::BuildPlans(module, &run));
   CollectiveHub hub(n, options.num_threads);
   run.hub = &hub;
 
@@ -102,7 +150,9 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
     hub.AcquireRunSlot();
     {
       DeviceEvaluator evaluator(run, d);
-      results[d] = evaluator.Evaluate(*entry, args[inputs.size() == 1 ? 0 : d]);
+      absl::Status constants = evaluator.MaterializeConstants();
+      results[d] = constants.ok() ? evaluator.Evaluate(*entry, args[inputs.size() == 1 ? 0 : d])
+                                  : absl::StatusOr<Value>(constants);
     }
     hub.ReleaseRunSlot();
     hub.DeviceFinished(d);
@@ -119,7 +169,8 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
   PERFSIM_RETURN_IF_ERROR(FirstRootCause(results));
 
   RunResult result;
-  result.peak_live_bytes = budget.peak_bytes();
+  result.memory = std::move(need);
+  result.observed_peak_bytes = buffers.peak_bytes();
   result.outputs.resize(n);
   for (int64_t d = 0; d < n; ++d) {
     const Value& root = *results[d];

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -58,11 +59,11 @@ struct InterpreterOptions {
   int64_t num_devices = 1;
   // Seeds the `rng` op. Inputs are seeded separately (MakeRandomInputs).
   uint64_t seed = 0;
-  // Live buffers of all devices together may not exceed this; the run fails with
-  // ResourceExhausted, giving the need and the budget, instead.
+  // A run whose MemoryNeed::total_bytes exceeds this is refused before it starts
+  // (ResourceExhausted, see CheckMemoryBudget).
   int64_t memory_budget_bytes = int64_t{4} << 30;
-  // Device threads computing at the same time; 0 means one per device. Results do not depend
-  // on it.
+  // Device threads computing at the same time; 0 means one per device. Results, and the
+  // budget decision, do not depend on it.
   int64_t num_threads = 0;
   // A while loop running longer than this fails (guards against modules that never end).
   int64_t max_while_iterations = 100'000'000;
@@ -73,12 +74,56 @@ struct InterpreterOptions {
       observer;
 };
 
+// The bytes of buffers a run keeps alive at its peak, computed before it runs by a static
+// liveness pass over the schedule the evaluator follows (sim/interp/memory_plan.h): the
+// interpreter's copy of the inputs, and on every device its constants plus the most bytes of
+// instruction results alive at once, each result held from the instruction that makes it to
+// the last use of any value sharing it. It depends only on the module, the device count and
+// the number of input sets, never on data or threads. Every device runs the same program on
+// arrays of the same shapes, so all devices peak alike; `total_bytes` adds them up as if they
+// peaked at the same moment (devices wait for each other at collectives, holding their
+// buffers). Not counted: working storage inside op implementations (a dot's packed operands,
+// a sort's permutation), which is freed before the op returns.
+//
+//   total_bytes = input_bytes + num_devices * device_bytes
+//
+// Example: a 1-device run of `x = f32[1000] parameter(0); a = negate(x); b = negate(a);
+// ROOT c = negate(b)` needs 4000 (input) + 8000 (a and b, or b and c) = 12000 bytes.
+struct MemoryNeed {
+  int64_t total_bytes = 0;
+  // Entry parameters: one copy per input set (1, or one set per device).
+  int64_t input_bytes = 0;
+  int64_t num_devices = 1;
+  // One device: constants plus the peak of live instruction results.
+  int64_t device_bytes = 0;
+  int64_t constant_bytes = 0;
+  // The instruction running when a device peaks, through the calls leading to it:
+  // "fusion.3", or "while.2 > dot.7" for dot.7 in the body of while.2.
+  std::string peak_at;
+};
+
+// The MemoryNeed of running `module` on `num_devices` devices with `input_sets` sets of entry
+// parameters (1, or num_devices). Errors: InvalidArgument for a module without an entry or with
+// a cycle.
+absl::StatusOr<MemoryNeed> ComputeMemoryNeed(const Module& module, int64_t num_devices,
+                                             int64_t input_sets);
+
+// OK when need.total_bytes <= budget_bytes; else ResourceExhausted:
+//   "memory budget: the run needs 1402880 bytes (inputs 172416 + 8 devices x 153808, each
+//    device peaking at fusion.12); budget 1331200 bytes: expected a need within the budget
+//    (raise it to run this module)"
+absl::Status CheckMemoryBudget(const MemoryNeed& need, int64_t budget_bytes);
+
 struct RunResult {
   // outputs[device]: the entry computation's result, one Literal per element of a root tuple
   // (nested tuples stay tuple literals), or a single Literal for an array root.
   std::vector<std::vector<Literal>> outputs;
-  // The most bytes of buffers alive at once, all devices together.
-  int64_t peak_live_bytes = 0;
+  // What the budget was compared with (deterministic).
+  MemoryNeed memory;
+  // The most bytes of buffers the run actually held at once, all devices together, as
+  // counted while it ran. On one device it is at most memory.total_bytes; with several it
+  // depends on how the device threads interleaved. A diagnostic, for tests.
+  int64_t observed_peak_bytes = 0;
 };
 
 // Runs the entry computation of `module` on options.num_devices virtual devices.
@@ -87,7 +132,8 @@ struct RunResult {
 // type and dimensions (layouts are ignored: literals are row-major).
 // Errors: InvalidArgument for bad inputs or semantics violations (an out-of-range
 // ragged-all-to-all, a gmm tiling that does not divide m), Unimplemented for the ops above,
-// ResourceExhausted for the memory budget; messages name the instruction.
+// ResourceExhausted for the memory budget (before anything runs); messages name the
+// instruction.
 absl::StatusOr<RunResult> RunModule(const Module& module,
                                     const std::vector<std::vector<Literal>>& inputs,
                                     const InterpreterOptions& options);

@@ -30,6 +30,7 @@ constexpr DtypeName kDtypes[] = {
     {"<i4", PrimitiveType::kS32},  {"<i8", PrimitiveType::kS64}, {"|u1", PrimitiveType::kU8},
     {"<u2", PrimitiveType::kU16},  {"<u4", PrimitiveType::kU32}, {"<u8", PrimitiveType::kU64},
     {"<f2", PrimitiveType::kF16},  {"<f4", PrimitiveType::kF32}, {"<f8", PrimitiveType::kF64},
+    {"<c8", PrimitiveType::kC64},  {"<c16", PrimitiveType::kC128},
 };
 
 std::optional<PrimitiveType> TypeOfDescr(absl::string_view descr) {
@@ -129,7 +130,7 @@ absl::StatusOr<Literal> ParseNpy(absl::string_view bytes) {
   if (!type.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("npy: expected a supported dtype (",
-                     "bool, int8..64, uint8..64, float16/32/64); got '", d, "'"));
+                     "bool, int8..64, uint8..64, float16/32/64, complex64/128); got '", d, "'"));
   }
   std::vector<int64_t> dims;
   const absl::string_view inner = absl::string_view(*shape_text).substr(1, shape_text->size() - 2);

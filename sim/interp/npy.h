@@ -4,9 +4,10 @@
 //   PERFSIM_RETURN_IF_ERROR(WriteNpyFile("out0.npy", result.outputs[0][0]));
 //
 // dtypes: |b1 pred, |i1 <i2 <i4 <i8 s8..s64, |u1 <u2 <u4 <u8 u8..u64, <f2 f16, <f4 f32,
-// <f8 f64. Types NumPy has no dtype for (bf16, every f8/f6/f4) are written as their bit
-// patterns in the unsigned type of the same width (<u2 for bf16, |u1 for f8), the convention
-// of tests/testdata/hlo/jax/MANIFEST.json; ml_dtypes' '<V2' for bfloat16 is read as bf16.
+// <f8 f64, <c8 c64, <c16 c128. Types NumPy has no dtype for (bf16, every f8/f6/f4) are
+// written as their bit patterns in the unsigned type of the same width (<u2 for bf16, |u1
+// for f8), the convention of tests/testdata/hlo/jax/MANIFEST.json; ml_dtypes' '<V2' for
+// bfloat16 is read as bf16.
 // Reading with an expected element type reinterprets such bit-pattern files (u16 -> bf16 /
 // f16, u8 -> f8) and rejects anything else that differs.
 #ifndef PERFSIM_SIM_INTERP_NPY_H_

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "sim/interp/custom_calls.h"
+#include "sim/interp/element_types.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -164,6 +165,21 @@ void FillArray(const Shape& shape, const IntRule& rule, Stream& stream, Literal*
   const PrimitiveType type = shape.element_type();
   if (IsFloatingPoint(type)) {
     for (int64_t i = 0; i < n; ++i) out->SetFromDouble(i, 2.0 * stream.Uniform() - 1.0);
+  } else if (IsComplex(type)) {
+    // Real, then imaginary part, each uniform in [-1, 1).
+    uint8_t* data = out->mutable_data().data();
+    (void)interp::DispatchElementType(type, "", [&](auto traits) {
+      using T = decltype(traits);
+      if constexpr (interp::kIsComplex<T>) {
+        using Part = typename T::Component;
+        for (int64_t i = 0; i < n; ++i) {
+          const Part re = static_cast<Part>(2.0 * stream.Uniform() - 1.0);
+          const Part im = static_cast<Part>(2.0 * stream.Uniform() - 1.0);
+          T::Store(data, i, typename T::Compute(re, im));
+        }
+      }
+      return absl::OkStatus();
+    });
   } else if (type == PrimitiveType::kPred) {
     for (int64_t i = 0; i < n; ++i) out->SetFromInt64(i, static_cast<int64_t>(stream.Next() >> 63));
   } else if (rule.kind == IntRule::Kind::kZeros) {
@@ -190,9 +206,9 @@ absl::StatusOr<Literal> MakeValue(const Shape& shape, const IntRule& rule, Strea
     }
     return out;
   }
-  if (!shape.IsArray() || IsComplex(shape.element_type())) {
+  if (!shape.IsArray()) {
     return absl::UnimplementedError(
-        absl::StrCat("expected a real array or tuple parameter; got ", shape.ToString(false)));
+        absl::StrCat("expected an array or tuple parameter; got ", shape.ToString(false)));
   }
   Literal out(Shape::Array(shape.element_type(), shape.dimensions()));
   FillArray(shape, rule, stream, &out);

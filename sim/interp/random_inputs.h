@@ -7,6 +7,7 @@
 // Distribution per element type (independent per device and parameter, from a SplitMix64
 // stream of (seed, device, parameter), so the same seed gives the same bits everywhere):
 //   floating point   uniform in [-1, 1), rounded to nearest even into the type
+//   complex          real and imaginary parts each uniform in [-1, 1)
 //   pred             true with probability 1/2
 //   integers         uniform in [0, 8), except where the module says what the value indexes:
 //     - group sizes (operand 2 of ragged-dot, perfsim.gmm, perfsim.tgmm; operand 4 of

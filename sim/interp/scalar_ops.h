@@ -8,7 +8,12 @@
 //     or the sign fill (arithmetic right);
 //   - integer power with a negative exponent is 0 unless the base is 1 or -1;
 //   - maximum/minimum propagate NaN;
-//   - sign keeps +-0 and NaN.
+//   - sign keeps +-0 and NaN;
+//   - complex (c64, c128): arithmetic, exp/log/sqrt/trig as std::complex computes them, with
+//     expm1 and log1p kept accurate near 0 (XLA's elemental emitter does the same), sign
+//     z / |z| (0 for 0) and power with XLA's special cases pow(z, 0) = 1 and pow(0, w) = 0 for
+//     w real and positive; only EQ and NE compare complex values. abs, real and imag change
+//     the element type and live in evaluator_elementwise.cc.
 // Binary and unary ops are template-dispatched once per instruction (DispatchBinaryOp), so the
 // per-element loop has no switch.
 #ifndef PERFSIM_SIM_INTERP_SCALAR_OPS_H_
@@ -16,6 +21,7 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -51,6 +57,8 @@ std::optional<BinaryOp> BinaryOpOf(Opcode opcode);
 // OK when `op` is defined on elements of `kind`; InvalidArgument otherwise ("expected ...").
 absl::Status CheckUnaryOpType(UnaryOp op, ElementKind kind, PrimitiveType type);
 absl::Status CheckBinaryOpType(BinaryOp op, ElementKind kind, PrimitiveType type);
+// OK unless an ordered direction (LT, LE, GT, GE) compares complex numbers.
+absl::Status CheckCompareType(ComparisonDirection direction, ElementKind kind, PrimitiveType type);
 
 template <typename T>
 constexpr int kBitsOf = T::kType == PrimitiveType::kS4 || T::kType == PrimitiveType::kU4   ? 4
@@ -64,11 +72,79 @@ template <typename T>
 using UnsignedOf = std::make_unsigned_t<
     std::conditional_t<std::is_same_v<typename T::Compute, bool>, uint8_t, typename T::Compute>>;
 
+// The unary ops XLA defines on complex numbers (CheckUnaryOpType lets no other through).
+template <UnaryOp kOp, typename F>
+inline std::complex<F> ApplyComplexUnary(std::complex<F> z) {
+  const F x = z.real();
+  const F y = z.imag();
+  switch (kOp) {
+    case UnaryOp::kNegate:
+      return -z;
+    case UnaryOp::kExp:
+      return std::exp(z);
+    case UnaryOp::kExpm1: {
+      // exp(x + iy) - 1 = (expm1(x) cos y - 2 sin^2(y/2)) + i exp(x) sin y: no cancellation
+      // for small |z|.
+      const F half_sin = std::sin(y / F(2));
+      return {std::expm1(x) * std::cos(y) - F(2) * half_sin * half_sin, std::exp(x) * std::sin(y)};
+    }
+    case UnaryOp::kLog:
+      return std::log(z);
+    case UnaryOp::kLog1p: {
+      // |1 + z|^2 - 1 = x (2 + x) + y^2 keeps the digits of small z; far from 0 use log(1 + z).
+      const F real = std::fabs(x) < F(0.5) && std::fabs(y) < F(0.5)
+                         ? F(0.5) * std::log1p(x * (F(2) + x) + y * y)
+                         : std::log(std::abs(std::complex<F>(F(1) + x, y)));
+      return {real, std::atan2(y, F(1) + x)};
+    }
+    case UnaryOp::kSqrt:
+      return std::sqrt(z);
+    case UnaryOp::kRsqrt:
+      return F(1) / std::sqrt(z);
+    case UnaryOp::kTanh:
+      return std::tanh(z);
+    case UnaryOp::kLogistic:
+      return F(1) / (F(1) + std::exp(-z));
+    case UnaryOp::kSin:
+      return std::sin(z);
+    case UnaryOp::kCos:
+      return std::cos(z);
+    case UnaryOp::kTan:
+      return std::tan(z);
+    case UnaryOp::kSign:
+      return x == F(0) && y == F(0) ? z : z / std::abs(z);
+    case UnaryOp::kAbs:
+    case UnaryOp::kCbrt:
+    case UnaryOp::kErf:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRoundAfz:
+    case UnaryOp::kRoundEven:
+    case UnaryOp::kNot:
+    case UnaryOp::kPopcnt:
+    case UnaryOp::kClz:
+    case UnaryOp::kCopy:
+      break;
+  }
+  return z;
+}
+
+// pow for complex numbers: exp(w log z), with XLA's special cases (elemental_ir_emitter's
+// EmitComplexPower): z^0 = 1 for every z, and 0^w = 0 for real w > 0.
+template <typename F>
+inline std::complex<F> ComplexPower(std::complex<F> z, std::complex<F> w) {
+  if (w == std::complex<F>(0)) return {F(1), F(0)};
+  if (z == std::complex<F>(0) && w.imag() == F(0) && w.real() > F(0)) return {F(0), F(0)};
+  return std::pow(z, w);
+}
+
 template <typename T, UnaryOp kOp>
 inline typename T::Compute ApplyUnary(typename T::Compute x) {
   using C = typename T::Compute;
   if constexpr (kOp == UnaryOp::kCopy) {
     return x;
+  } else if constexpr (kIsComplex<T>) {
+    return ApplyComplexUnary<kOp>(x);
   } else if constexpr (kIsPred<T>) {
     return kOp == UnaryOp::kNot ? !x : x;
   } else if constexpr (kIsFloat<T>) {
@@ -176,6 +252,21 @@ inline typename T::Compute ApplyBinary(typename T::Compute a, typename T::Comput
       case BinaryOp::kSubtract:
         return a != b;
       default:
+        return a;
+    }
+  } else if constexpr (kIsComplex<T>) {
+    switch (kOp) {
+      case BinaryOp::kAdd:
+        return a + b;
+      case BinaryOp::kSubtract:
+        return a - b;
+      case BinaryOp::kMultiply:
+        return a * b;
+      case BinaryOp::kDivide:
+        return a / b;
+      case BinaryOp::kPower:
+        return ComplexPower(a, b);
+      default:  // not defined on complex numbers: CheckBinaryOpType refuses them
         return a;
     }
   } else if constexpr (kIsFloat<T>) {
@@ -334,52 +425,74 @@ inline int64_t TotalOrderKey(double x) {
 template <typename T>
 inline bool ApplyCompare(ComparisonDirection direction, bool total_order, typename T::Compute a,
                          typename T::Compute b) {
-  if constexpr (kIsFloat<T>) {
-    if (total_order) {
-      const int64_t ka = TotalOrderKey(static_cast<double>(a));
-      const int64_t kb = TotalOrderKey(static_cast<double>(b));
-      switch (direction) {
-        case ComparisonDirection::kEq:
-          return ka == kb;
-        case ComparisonDirection::kNe:
-          return ka != kb;
-        case ComparisonDirection::kGe:
-          return ka >= kb;
-        case ComparisonDirection::kGt:
-          return ka > kb;
-        case ComparisonDirection::kLe:
-          return ka <= kb;
-        case ComparisonDirection::kLt:
-          return ka < kb;
+  if constexpr (kIsComplex<T>) {
+    // Only EQ and NE are defined on complex numbers (CheckCompareType refuses the others).
+    return direction == ComparisonDirection::kEq   ? a == b
+           : direction == ComparisonDirection::kNe ? a != b
+                                                   : false;
+  } else {
+    if constexpr (kIsFloat<T>) {
+      if (total_order) {
+        const int64_t ka = TotalOrderKey(static_cast<double>(a));
+        const int64_t kb = TotalOrderKey(static_cast<double>(b));
+        switch (direction) {
+          case ComparisonDirection::kEq:
+            return ka == kb;
+          case ComparisonDirection::kNe:
+            return ka != kb;
+          case ComparisonDirection::kGe:
+            return ka >= kb;
+          case ComparisonDirection::kGt:
+            return ka > kb;
+          case ComparisonDirection::kLe:
+            return ka <= kb;
+          case ComparisonDirection::kLt:
+            return ka < kb;
+        }
+        return false;
       }
-      return false;
     }
+    switch (direction) {
+      case ComparisonDirection::kEq:
+        return a == b;
+      case ComparisonDirection::kNe:
+        return a != b;
+      case ComparisonDirection::kGe:
+        return a >= b;
+      case ComparisonDirection::kGt:
+        return a > b;
+      case ComparisonDirection::kLe:
+        return a <= b;
+      case ComparisonDirection::kLt:
+        return a < b;
+    }
+    return false;
   }
-  switch (direction) {
-    case ComparisonDirection::kEq:
-      return a == b;
-    case ComparisonDirection::kNe:
-      return a != b;
-    case ComparisonDirection::kGe:
-      return a >= b;
-    case ComparisonDirection::kGt:
-      return a > b;
-    case ComparisonDirection::kLe:
-      return a <= b;
-    case ComparisonDirection::kLt:
-      return a < b;
-  }
-  return false;
 }
 
 // Converts a compute value of one type to the compute value of another with XLA's convert
 // semantics: float -> integer truncates toward zero, saturates, and maps NaN to 0; anything
-// -> pred is `!= 0`; integer -> integer wraps.
+// -> pred is `!= 0`; integer -> integer wraps; real -> complex has imaginary part 0.
+// complex -> real converts the real part, as XLA:CPU does (complex -> pred is refused by
+// EvalConvert before it is reached).
 template <typename From, typename To>
 inline typename To::Compute ConvertValue(typename From::Compute x) {
   using F = typename From::Compute;
   using C = typename To::Compute;
-  if constexpr (kIsPred<To>) {
+  if constexpr (kIsComplex<To>) {
+    using Part = typename To::Component;
+    if constexpr (kIsComplex<From>) {
+      return C(static_cast<Part>(x.real()), static_cast<Part>(x.imag()));
+    } else {
+      return C(static_cast<Part>(x), Part(0));
+    }
+  } else if constexpr (kIsComplex<From>) {
+    using Part = typename From::Component;
+    using PartTraits = NativeFloatTraits<sizeof(Part) == 4 ? PrimitiveType::kF32
+                                                           : PrimitiveType::kF64,
+                                         Part>;
+    return ConvertValue<PartTraits, To>(x.real());
+  } else if constexpr (kIsPred<To>) {
     return x != F(0);
   } else if constexpr (kIsFloat<To>) {
     return static_cast<C>(x);

@@ -2,49 +2,33 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 
 namespace perfsim {
 namespace interp {
 
-absl::Status MemoryBudget::Charge(int64_t bytes) {
-  int64_t live = live_bytes_.load();
-  // Compare-and-swap so that concurrent devices cannot overshoot the limit together.
-  while (true) {
-    const int64_t want = live + bytes;
-    if (want > limit_bytes_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("expected live buffers within the memory budget of ", limit_bytes_,
-                       " bytes; a buffer of ", bytes, " bytes would bring them to ", want,
-                       " bytes (raise the budget to run this module)"));
-    }
-    if (live_bytes_.compare_exchange_weak(live, want)) break;
-  }
+void BufferCounter::Charge(int64_t bytes) {
+  const int64_t now = live_bytes_.fetch_add(bytes) + bytes;
   int64_t peak = peak_bytes_.load();
-  const int64_t now = live + bytes;
   while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
   }
-  return absl::OkStatus();
 }
 
-std::shared_ptr<Literal> MemoryBudget::Wrap(Literal* literal, int64_t bytes) {
+std::shared_ptr<Literal> BufferCounter::Wrap(Literal* literal, int64_t bytes) {
   return std::shared_ptr<Literal>(literal, [this, bytes](Literal* l) {
     delete l;
     Release(bytes);
   });
 }
 
-absl::StatusOr<std::shared_ptr<Literal>> MemoryBudget::Allocate(const Shape& shape) {
+std::shared_ptr<Literal> BufferCounter::Allocate(const Shape& shape) {
   const int64_t bytes = shape.ByteSize();
-  absl::Status status = Charge(bytes);
-  if (!status.ok()) return status;
+  Charge(bytes);
   return Wrap(new Literal(shape), bytes);
 }
 
-absl::StatusOr<std::shared_ptr<Literal>> MemoryBudget::Adopt(Literal literal) {
+std::shared_ptr<Literal> BufferCounter::Adopt(Literal literal) {
   const int64_t bytes = static_cast<int64_t>(literal.data().size());
-  absl::Status status = Charge(bytes);
-  if (!status.ok()) return status;
+  Charge(bytes);
   return Wrap(new Literal(std::move(literal)), bytes);
 }
 
@@ -86,11 +70,11 @@ Literal Value::ToLiteral() const {
   return result;
 }
 
-absl::StatusOr<Value> ValueFromLiteral(MemoryBudget& budget, const Literal& literal) {
+absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, const Literal& literal) {
   if (literal.shape().IsTuple()) {
     std::vector<Value> elements;
     for (const Literal& e : literal.tuple_elements()) {
-      absl::StatusOr<Value> v = ValueFromLiteral(budget, e);
+      absl::StatusOr<Value> v = ValueFromLiteral(buffers, e);
       if (!v.ok()) return v.status();
       elements.push_back(*std::move(v));
     }
@@ -101,9 +85,7 @@ absl::StatusOr<Value> ValueFromLiteral(MemoryBudget& budget, const Literal& lite
     return absl::InvalidArgumentError(
         "expected literal values; got {...} (elided from the dump, so unknown)");
   }
-  absl::StatusOr<std::shared_ptr<Literal>> buffer = budget.Adopt(literal);
-  if (!buffer.ok()) return buffer.status();
-  return Value::Array(*std::move(buffer));
+  return Value::Array(buffers.Adopt(literal));
 }
 
 }  // namespace interp

@@ -1,19 +1,18 @@
-// Runtime values of the interpreter and the memory budget that every buffer is charged to.
+// Runtime values of the interpreter and the counter every buffer is charged to.
 //
 // A Value is an immutable tree: an array (a shared, read-only Literal), a tuple of Values, or
 // a token. Sharing makes tuple, get-tuple-element, while-loop state and pass-through ops
 // (copy, opt-barrier, ...) free of copies.
 //
-//   MemoryBudget budget(/*limit_bytes=*/1 << 30);
-//   PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> buffer,
-//                            budget.Allocate(Shape::Array(PrimitiveType::kF32, {8, 16})));
+//   BufferCounter buffers;
+//   std::shared_ptr<Literal> buffer = buffers.Allocate(Shape::Array(PrimitiveType::kF32, {8, 16}));
 //   ... fill buffer->mutable_data() ...
 //   Value v = Value::Array(std::move(buffer));
 //
-// The budget counts the bytes of every array buffer alive anywhere in the run (all virtual
-// devices together); a buffer is released when its last Value goes away. Allocate fails with
-// ResourceExhausted ("expected live buffers within the memory budget of B bytes; a buffer of
-// X bytes would bring them to N bytes") rather than exceed the limit.
+// The counter sees the bytes of every array buffer alive anywhere in the run (all virtual
+// devices together); a buffer is released when its last Value goes away. It only observes:
+// the memory budget is decided before the run, from a static liveness pass over the program
+// (memory_plan.h), so that the decision cannot depend on how device threads interleave.
 #ifndef PERFSIM_SIM_INTERP_VALUE_H_
 #define PERFSIM_SIM_INTERP_VALUE_H_
 
@@ -30,27 +29,28 @@
 namespace perfsim {
 namespace interp {
 
-class MemoryBudget {
+class BufferCounter {
  public:
-  explicit MemoryBudget(int64_t limit_bytes) : limit_bytes_(limit_bytes) {}
-  MemoryBudget(const MemoryBudget&) = delete;
-  MemoryBudget& operator=(const MemoryBudget&) = delete;
+  BufferCounter() = default;
+  BufferCounter(const BufferCounter&) = delete;
+  BufferCounter& operator=(const BufferCounter&) = delete;
 
-  // A zero-filled array literal of `shape`, charged to the budget until it is destroyed.
-  absl::StatusOr<std::shared_ptr<Literal>> Allocate(const Shape& shape);
-  // Takes ownership of an existing literal (e.g. an input) and charges it.
-  absl::StatusOr<std::shared_ptr<Literal>> Adopt(Literal literal);
+  // A zero-filled array literal of `shape`, counted until it is destroyed.
+  std::shared_ptr<Literal> Allocate(const Shape& shape);
+  // Takes ownership of an existing literal (e.g. an input) and counts it.
+  std::shared_ptr<Literal> Adopt(Literal literal);
 
-  int64_t limit_bytes() const { return limit_bytes_; }
   int64_t live_bytes() const { return live_bytes_.load(); }
+  // The most bytes alive at once so far. With several device threads this depends on how
+  // they interleaved (and on when the collective rendezvous drops the operands it shares), so
+  // it is a diagnostic, never an input to a decision.
   int64_t peak_bytes() const { return peak_bytes_.load(); }
 
  private:
-  absl::Status Charge(int64_t bytes);
+  void Charge(int64_t bytes);
   void Release(int64_t bytes) { live_bytes_.fetch_sub(bytes); }
   std::shared_ptr<Literal> Wrap(Literal* literal, int64_t bytes);
 
-  const int64_t limit_bytes_;
   std::atomic<int64_t> live_bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};
 };
@@ -90,9 +90,9 @@ class Value {
   bool is_token_ = false;
 };
 
-// A Value holding a copy of `literal` (tuples element by element), charged to `budget`.
+// A Value holding a copy of `literal` (tuples element by element), counted by `buffers`.
 // Elided literals (values unknown) are InvalidArgument.
-absl::StatusOr<Value> ValueFromLiteral(MemoryBudget& budget, const Literal& literal);
+absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, const Literal& literal);
 
 }  // namespace interp
 }  // namespace perfsim

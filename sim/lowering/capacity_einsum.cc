@@ -51,6 +51,7 @@
 #include "sim/lowering/backends_internal.h"
 #include "sim/lowering/collectives.h"
 #include "sim/lowering/ffn.h"
+#include "sim/lowering/permute.h"
 
 namespace perfsim {
 namespace {
@@ -152,11 +153,11 @@ class CapacityEinsum final : public MoeBackend {
           CapacityPerSequence(spec), " for S=", spec.seq, ", K=", spec.model.experts_per_token(),
           ", E=", spec.model.num_experts(), ", cf=", spec.knobs.capacity_factor));
     }
-    if (spec.batch % (p.dp * p.ep) != 0) {
+    if (spec.batch % (p.dp * p.fsdp * p.ep) != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "expected batch divisible by dp*ep (capacity is per sequence, so every device holds "
-          "whole sequences); got batch ",
-          spec.batch, " and dp*ep = ", p.dp * p.ep));
+          "expected batch divisible by dp*fsdp*ep (capacity is per sequence, so every device "
+          "holds whole sequences); got batch ",
+          spec.batch, " and dp*fsdp*ep = ", p.dp * p.fsdp * p.ep));
     }
     return absl::OkStatus();
   }
@@ -244,6 +245,7 @@ class CapacityEinsum final : public MoeBackend {
     NamedBuilder& nb = s.nb;
     Tensor o = ToTokenLayout(s, s.saved["cap.o"]);
     s.saved["cap.o_tokens"] = o;
+    nb.SaveForBackward(kExpertOutputsRole, "the expert outputs the forward combine weighted", o);
     Tensor y =
         AllReduce(s, nb.Einsum("EBCD,BSEC->BSD", o, s.saved["cap.combine"]), {MeshAxis::kTp});
     s.y_routed = nb.Reshape(y, "TD", {s.x.size('T'), s.x.size('D')});
@@ -256,8 +258,10 @@ class CapacityEinsum final : public MoeBackend {
     Tensor dy = nb.Reshape(s.dy, "BSD", {b, seq, d});
     s.saved["cap.dy"] = dy;
     // Cm = P ⊗ G: dG = Σ_C P·dCm, complete only after the tp all-reduce (o is partial).
+    const int64_t mark = nb.InstructionCount();
     Tensor d_cm = nb.Einsum("EBCD,BSD->BSEC", nb.Convert(s.saved["cap.o_tokens"], kF32),
                             nb.Convert(dy, kF32), kF32);
+    nb.UseResidual(kExpertOutputsRole, s.saved["cap.o_tokens"], mark);
     Tensor dg = nb.Reduce(nb.Mul(d_cm, nb.Convert(s.saved["cap.p"], kF32)), "C");
     dg = AllReduce(s, dg, {MeshAxis::kTp});
     s.d_weights = GatherFromExperts(nb, s.router, nb.Reshape(dg, "TE", {t, e}));

@@ -1,11 +1,19 @@
+// Dimension names, grouped-matmul operands, kernel tilings by role and router precision
+// (checks.h). The receive-buffer and group-sum checks live in checks_buffers.cc, the residual
+// check in checks_residuals.cc.
 #include "sim/lowering/checks.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/moe/step_graph.h"
 
 namespace perfsim {
 namespace {
@@ -34,6 +42,10 @@ absl::Status CheckPairs(const Instruction& instruction, absl::string_view what,
                         const std::vector<int64_t>& lhs_dims,
                         const std::vector<int64_t>& rhs_dims) {
   for (size_t i = 0; i < lhs_dims.size() && i < rhs_dims.size(); ++i) {
+    if (lhs_dims[i] >= static_cast<int64_t>(lhs.size()) ||
+        rhs_dims[i] >= static_cast<int64_t>(rhs.size())) {
+      continue;  // a rank mismatch: CheckGroupedOperands or shape inference reports it
+    }
     const char a = lhs[lhs_dims[i]], b = rhs[rhs_dims[i]];
     if (a == 'X' || b == 'X') continue;
     if (a != b) {
@@ -43,7 +55,17 @@ absl::Status CheckPairs(const Instruction& instruction, absl::string_view what,
   return absl::OkStatus();
 }
 
-absl::Status CheckInstruction(const LoweredStep& step, const Instruction& instruction) {
+bool IsKernel(const Instruction& instruction, absl::string_view target) {
+  return instruction.opcode() == Opcode::kCustomCall &&
+         instruction.attributes().custom_call_target == target;
+}
+
+bool TransposedRhs(const Instruction& instruction) {
+  const std::optional<std::string>& config = instruction.attributes().backend_config;
+  return config.has_value() && config->find("\"transpose_rhs\":true") != std::string::npos;
+}
+
+absl::Status CheckNamesOf(const LoweredStep& step, const Instruction& instruction) {
   if (instruction.operand_count() < 2) return absl::OkStatus();
   const std::string* lhs = NamesOf(step, instruction.operand(0));
   const std::string* rhs = NamesOf(step, instruction.operand(1));
@@ -63,7 +85,7 @@ absl::Status CheckInstruction(const LoweredStep& step, const Instruction& instru
     case Opcode::kRaggedDot: {
       const RaggedDotDimensionNumbers& d = *a.ragged_dot_dimension_numbers;
       for (int64_t g : d.rhs_group_dimensions) {
-        if ((*rhs)[g] != 'E') {
+        if (g < static_cast<int64_t>(rhs->size()) && (*rhs)[g] != 'E') {
           return absl::FailedPreconditionError(absl::StrCat(
               instruction.name(), ": expected the rhs group dimension ", g,
               " to be the experts (E); got ", std::string(1, (*rhs)[g]),
@@ -73,56 +95,169 @@ absl::Status CheckInstruction(const LoweredStep& step, const Instruction& instru
       return CheckPairs(instruction, "contracting", *lhs, *rhs, d.dot.lhs_contracting_dimensions,
                         d.dot.rhs_contracting_dimensions);
     }
-    case Opcode::kCustomCall: {
-      const std::string& target = a.custom_call_target;
-      if (target == kGmmTarget) {
-        if (rhs->size() != 3) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              instruction.name(), ": expected a rank-3 grouped rhs [G, k, n]; got rank ",
-              rhs->size(), " (known_bugs.md #2)"));
-        }
-        const bool transposed = a.backend_config.has_value() &&
-                                a.backend_config->find("\"transpose_rhs\":true") != std::string::npos;
-        return CheckPairs(instruction, "contracting", *lhs, *rhs, {1}, {transposed ? 2 : 1});
+    case Opcode::kCustomCall:
+      if (IsKernel(instruction, kGmmTarget)) {
+        return CheckPairs(instruction, "contracting", *lhs, *rhs, {1},
+                          {TransposedRhs(instruction) ? 2 : 1});
       }
-      if (target == kTgmmTarget) {
+      if (IsKernel(instruction, kTgmmTarget)) {
         // lhs [k, m] and rhs [m, n] contract the rows m.
         return CheckPairs(instruction, "contracting", *lhs, *rhs, {1}, {0});
       }
       return absl::OkStatus();
-    }
     default:
       return absl::OkStatus();
   }
 }
 
-}  // namespace
-
-absl::Status CheckDimensionNames(const LoweredStep& step) {
-  for (const auto& computation : step.module->computations()) {
-    for (const auto& instruction : computation->instructions()) {
-      if (absl::Status s = CheckInstruction(step, *instruction); !s.ok()) return s;
+// Structure alone, names or not (a mutated or user module has none): a grouped rhs is
+// [G, k, n] with the group first.
+absl::Status CheckGroupedOperandsOf(const Instruction& instruction) {
+  auto refuse = [&](absl::string_view expected, absl::string_view got) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        instruction.name(), ": expected ", expected, "; got ", got, " (known_bugs.md #2: ",
+        "grouped weights must be one [G, K, N] tensor with the group first; a stacked rank-4 ",
+        "rhs walks off the end of the weights)"));
+  };
+  if (instruction.opcode() == Opcode::kRaggedDot) {
+    const RaggedDotDimensionNumbers& d = *instruction.attributes().ragged_dot_dimension_numbers;
+    const Shape& rhs = instruction.operand(1)->shape();
+    if (d.rhs_group_dimensions.empty()) return absl::OkStatus();  // ragged contraction
+    const int64_t want_rank = 3 + static_cast<int64_t>(d.dot.rhs_batch_dimensions.size());
+    if (rhs.rank() != want_rank) {
+      return refuse(absl::StrCat("a rank-", want_rank, " grouped rhs"),
+                    absl::StrCat("rank ", rhs.rank(), " ", rhs.ToString(false), " (",
+                                 instruction.operand(1)->name(), ")"));
+    }
+    const int64_t first = static_cast<int64_t>(d.dot.rhs_batch_dimensions.size());
+    if (d.rhs_group_dimensions != std::vector<int64_t>{first}) {
+      return refuse(absl::StrCat("the rhs group dimension first (", first, ")"),
+                    absl::StrCat("rhs_group_dims={", absl::StrJoin(d.rhs_group_dimensions, ","),
+                                 "} on ", rhs.ToString(false)));
+    }
+    return absl::OkStatus();
+  }
+  if (IsKernel(instruction, kGmmTarget) && instruction.operand_count() >= 2) {
+    const Shape& rhs = instruction.operand(1)->shape();
+    if (rhs.rank() != 3) {
+      return refuse("a rank-3 gmm rhs [G, k, n]",
+                    absl::StrCat("rank ", rhs.rank(), " ", rhs.ToString(false), " (",
+                                 instruction.operand(1)->name(), ")"));
     }
   }
   return absl::OkStatus();
 }
 
-// ---- Receive buffers of ragged-all-to-alls (known_bugs.md #10) ----
-
-namespace {
-
-constexpr absl::string_view kReceiveKey = "perfsim_receive";
-constexpr absl::string_view kAlignKey = "perfsim_align";
-
-absl::string_view ReceivedRowsName(ReceivedRows received) {
-  switch (received) {
-    case ReceivedRows::kExpertRows: return "expert_rows";
-    case ReceivedRows::kTokenRows: return "token_rows";
+// The (tm, tk, tn) of a kernel's backend_config, if it has three integers there.
+std::optional<GmmTiling> ConfigTiling(const Instruction& instruction) {
+  const std::optional<std::string>& config = instruction.attributes().backend_config;
+  if (!config.has_value()) return std::nullopt;
+  const size_t at = config->find("\"tiling\":[");
+  if (at == std::string::npos) return std::nullopt;
+  const size_t begin = at + 10, end = config->find(']', begin);
+  if (end == std::string::npos) return std::nullopt;
+  std::vector<int64_t> values;
+  for (absl::string_view part : absl::StrSplit(config->substr(begin, end - begin), ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v)) return std::nullopt;
+    values.push_back(v);
   }
-  return "?";
+  if (values.size() != 3) return std::nullopt;
+  return GmmTiling{values[0], values[1], values[2]};
 }
 
-// The value of `key="value"` in frontend_attributes text `{k1="v1",k2="v2"}`; empty if absent.
+std::string TilingText(const GmmTiling& t) {
+  return absl::StrCat("(", t.tm, ", ", t.tk, ", ", t.tn, ")");
+}
+
+absl::Status CheckKernelTilingOf(const LoweredStep& step, const Instruction& instruction) {
+  const bool gmm = IsKernel(instruction, kGmmTarget), tgmm = IsKernel(instruction, kTgmmTarget);
+  if (!gmm && !tgmm) return absl::OkStatus();
+  const std::string role = FrontendAttribute(instruction.attributes().frontend_attributes,
+                                             "perfsim_kernel");
+  if (role.empty() || instruction.operand_count() < 2) return absl::OkStatus();
+  const GmmTiling* knob = TilingKnob(step.spec.knobs, role);
+  if (knob == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        instruction.name(), ": expected perfsim_kernel wi.fwd, wi.dlhs, wi.drhs, wo.fwd, wo.dlhs "
+                            "or wo.drhs; got \"", role, "\""));
+  }
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  if (lhs.rank() != 2 || rhs.rank() < 2) return absl::OkStatus();  // CheckGroupedOperands
+  // gmm: lhs [m, k], rhs [G, k, n] ([G, n, k] transposed); tgmm: lhs [k, m], rhs [m, n].
+  const int64_t m = gmm ? lhs.dimensions(0) : lhs.dimensions(1);
+  const int64_t k = gmm ? lhs.dimensions(1) : lhs.dimensions(0);
+  const int64_t n =
+      gmm ? rhs.dimensions(TransposedRhs(instruction) ? 1 : 2) : rhs.dimensions(1);
+  const GmmTiling want{std::min(knob->tm, m), std::min(knob->tk, k), std::min(knob->tn, n)};
+  const std::optional<GmmTiling> got = ConfigTiling(instruction);
+  if (!got.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        instruction.name(), " (", role, "): expected a backend_config tiling [tm,tk,tn]; got ",
+        instruction.attributes().backend_config.value_or("none")));
+  }
+  if (got->tm == want.tm && got->tk == want.tk && got->tn == want.tn) return absl::OkStatus();
+  const bool swapped = got->tm == want.tm && got->tk == want.tn && got->tn == want.tk;
+  return absl::FailedPreconditionError(absl::StrCat(
+      instruction.name(), " (", role, "): expected the tiling ", TilingText(want),
+      " = the spec's ", role, " ", TilingText(*knob), " with tm on the rows m = ", m,
+      ", tk on the contraction k = ", k, " and tn on the output n = ", n, "; got ",
+      TilingText(*got),
+      swapped ? ": tk and tn are swapped, so each tile lands on the other dimension and the "
+                "VMEM footprint is not the planned one (known_bugs.md #4)"
+              : " (known_bugs.md #4: tiles bound to the wrong roles)"));
+}
+
+absl::Status CheckRouterPrecisionOf(const Instruction& instruction) {
+  if (StageOfInstruction(instruction) != StageName(Stage::kRouter)) return absl::OkStatus();
+  const Shape& shape = instruction.shape();
+  if (!shape.IsArray() || !IsFloatingPoint(shape.element_type()) ||
+      shape.element_type() == PrimitiveType::kF32) {
+    return absl::OkStatus();
+  }
+  const bool normalises = instruction.opcode() == Opcode::kDivide;
+  return absl::FailedPreconditionError(absl::StrCat(
+      instruction.name(), " (moe/router): expected the router's math in f32; got ",
+      shape.ToString(false), " ", OpcodeSpelling(instruction.opcode()),
+      normalises ? ": a low-precision normalisation by a sum that can underflow" : "",
+      " (known_bugs.md #28: router scores and weights in the activation dtype silently give NaN "
+      "on tokens whose normalised weights underflow)"));
+}
+
+template <typename Fn>
+absl::Status ForEachInstruction(const LoweredStep& step, Fn fn) {
+  for (const auto& computation : step.module->computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (absl::Status s = fn(*instruction); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckDimensionNames(const LoweredStep& step) {
+  return ForEachInstruction(step, [&](const Instruction& i) { return CheckNamesOf(step, i); });
+}
+
+absl::Status CheckGroupedOperands(const LoweredStep& step) {
+  return ForEachInstruction(step, CheckGroupedOperandsOf);
+}
+
+absl::Status CheckKernelRoles(const LoweredStep& step) {
+  return ForEachInstruction(step,
+                            [&](const Instruction& i) { return CheckKernelTilingOf(step, i); });
+}
+
+absl::Status CheckRouterPrecision(const LoweredStep& step) {
+  return ForEachInstruction(step, CheckRouterPrecisionOf);
+}
+
+void DeclareKernelRole(Instruction* kernel_call, absl::string_view role) {
+  SetFrontendAttribute(kernel_call, "perfsim_kernel", role);
+}
+
 std::string FrontendAttribute(absl::string_view text, absl::string_view key) {
   for (size_t at = text.find(key); at != absl::string_view::npos; at = text.find(key, at + 1)) {
     const bool starts = at > 0 && (text[at - 1] == '{' || text[at - 1] == ',');
@@ -135,92 +270,50 @@ std::string FrontendAttribute(absl::string_view text, absl::string_view key) {
   return "";
 }
 
-int64_t ReplicaGroupSize(const Instruction& instruction, int64_t devices) {
-  const std::optional<ReplicaGroups>& groups = instruction.attributes().replica_groups;
-  if (!groups.has_value()) return devices;
-  if (groups->iota.has_value()) return groups->iota->group_size;
-  return groups->groups.empty() ? devices : static_cast<int64_t>(groups->groups[0].size());
-}
-
-// The worst case of kExpertRows / kTokenRows (checks.h), with the formula and its numbers.
-struct WorstCase {
-  int64_t rows = 0;
-  std::string formula;
-};
-
-WorstCase WorstReceivedRows(const StepSpec& spec, ReceivedRows received, int64_t group,
-                            int64_t align) {
-  const int64_t t = spec.tokens_per_device(), k = spec.model.experts_per_token(),
-                e = spec.model.num_experts(), e_l = e / std::max<int64_t>(group, 1);
-  const int64_t pad = align > 1 ? align - 1 : 0;
-  WorstCase w;
-  switch (received) {
-    case ReceivedRows::kExpertRows:
-      w.rows = group * t * std::min(k, e_l) + group * e_l * pad;
-      w.formula = absl::StrCat("n·T_l·min(K, E_l) = ", group, "·", t, "·min(", k, ", ", e_l, ")");
-      if (pad > 0) absl::StrAppend(&w.formula, " + n·E_l·(A−1) = ", group, "·", e_l, "·", pad);
-      break;
-    case ReceivedRows::kTokenRows:
-      w.rows = t * k + e * pad;
-      w.formula = absl::StrCat("T_l·K = ", t, "·", k);
-      if (pad > 0) absl::StrAppend(&w.formula, " + E·(A−1) = ", e, "·", pad);
-      break;
+void SetFrontendAttribute(Instruction* instruction, absl::string_view key,
+                          absl::string_view value) {
+  std::string& text = instruction->mutable_attributes()->frontend_attributes;
+  const std::string entry = absl::StrCat(key, "=\"", value, "\"");
+  if (text.size() < 2) {
+    text = absl::StrCat("{", entry, "}");
+    return;
   }
-  return w;
-}
-
-}  // namespace
-
-void DeclareReceivedRows(Instruction* ragged_all_to_all, ReceivedRows received, int64_t align) {
-  std::string text = absl::StrCat("{", kReceiveKey, "=\"", ReceivedRowsName(received), "\"");
-  if (align > 1) absl::StrAppend(&text, ",", kAlignKey, "=\"", align, "\"");
-  ragged_all_to_all->mutable_attributes()->frontend_attributes = text + "}";
-}
-
-absl::Status CheckReceiveBuffers(const LoweredStep& step) {
-  for (const auto& computation : step.module->computations()) {
-    for (const auto& instruction : computation->instructions()) {
-      if (instruction->opcode() != Opcode::kRaggedAllToAll) continue;
-      const std::string& attributes = instruction->attributes().frontend_attributes;
-      const std::string role = FrontendAttribute(attributes, kReceiveKey);
-      if (role.empty()) continue;
-      ReceivedRows received = ReceivedRows::kExpertRows;
-      if (role == ReceivedRowsName(ReceivedRows::kExpertRows)) {
-        received = ReceivedRows::kExpertRows;
-      } else if (role == ReceivedRowsName(ReceivedRows::kTokenRows)) {
-        received = ReceivedRows::kTokenRows;
-      } else {
-        return absl::FailedPreconditionError(
-            absl::StrCat(instruction->name(), ": expected ", kReceiveKey,
-                         " \"expert_rows\" or \"token_rows\"; got \"", role, "\""));
-      }
-      const std::string align_text = FrontendAttribute(attributes, kAlignKey);
-      int64_t align = 0;
-      if (!align_text.empty() && !absl::SimpleAtoi(align_text, &align)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            instruction->name(), ": expected an integer ", kAlignKey, "; got \"", align_text,
-            "\""));
-      }
-      const int64_t group = ReplicaGroupSize(*instruction, step.spec.num_devices());
-      const WorstCase worst = WorstReceivedRows(step.spec, received, group, align);
-      const Instruction& buffer = *instruction->operand(1);
-      const int64_t rows =
-          buffer.shape().IsArray() && buffer.shape().rank() > 0 ? buffer.shape().dimensions(0) : 0;
-      if (rows < worst.rows) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            instruction->name(), ": expected its receive buffer ", buffer.name(), " ",
-            buffer.shape().ToString(false), " to hold the ", worst.rows,
-            " rows the worst routing sends it (", role, ": ", worst.formula, "); got ", rows,
-            " rows (known_bugs.md #10: an undersized receive buffer)"));
-      }
-    }
+  const std::string k(key);
+  for (size_t at = text.find(k); at != std::string::npos; at = text.find(k, at + 1)) {
+    const bool starts = text[at - 1] == '{' || text[at - 1] == ',';
+    const size_t quote = at + k.size();
+    if (!starts || text.compare(quote, 2, "=\"") != 0) continue;
+    const size_t end = text.find('"', quote + 2);
+    text.replace(at, end + 1 - at, entry);
+    return;
   }
-  return absl::OkStatus();
+  text.insert(text.size() - 1, absl::StrCat(",", entry));
+}
+
+std::string StageOfInstruction(const Instruction& instruction) {
+  const std::string& m = instruction.attributes().metadata;
+  const size_t at = m.find("op_name=\"moe/");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 13, end = m.find('"', begin);
+  return m.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+bool IsBackwardStage(absl::string_view stage) {
+  for (Stage s : {Stage::kWeightGatherBwd, Stage::kCombineBwd, Stage::kExpertsBwd,
+                  Stage::kDispatchBwd, Stage::kPermuteBwd, Stage::kRouterBwd,
+                  Stage::kSharedExpertBwd, Stage::kGradSync}) {
+    if (StageName(s) == stage) return true;
+  }
+  return false;
 }
 
 absl::Status CheckLoweredStep(const LoweredStep& step) {
-  if (absl::Status s = CheckDimensionNames(step); !s.ok()) return s;
-  return CheckReceiveBuffers(step);
+  for (absl::Status (*check)(const LoweredStep&) :
+       {CheckDimensionNames, CheckGroupedOperands, CheckKernelRoles, CheckRouterPrecision,
+        CheckResiduals, CheckReceiveBuffers, CheckGroupSums}) {
+    if (absl::Status s = check(step); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace perfsim

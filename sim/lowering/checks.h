@@ -1,21 +1,38 @@
-// Static checks on a lowered step, run by `perfsim validate` before any numbers:
-//   - every dot, ragged-dot and grouped-matmul kernel contracts dimensions with the same logical
-//     name (D with D, never D with F: known_bugs.md #1, including its silent D == F form), and
-//     batches dimensions with the same name;
-//   - a grouped matmul's rhs is rank 3 with the group dimension (E) first (known_bugs.md #2);
-//   - a ragged-all-to-all's output buffer holds the worst case the routing allows
-//     (known_bugs.md #10), when the backend declared what it receives (DeclareReceivedRows).
-// Instructions without recorded names (constants, helper computations) are not checked.
+// Static checks on a lowered step, run by `perfsim validate` before any numbers (each returns
+// FailedPrecondition naming the instruction, the tensors and the known_bugs.md entry):
+//   - CheckDimensionNames: every dot, ragged-dot and grouped-matmul kernel contracts dimensions
+//     with the same logical name (D with D, never D with F: known_bugs.md #1, including its
+//     silent D == F form), and batches dimensions with the same name;
+//   - CheckGroupedOperands: a grouped matmul's rhs is rank 3 with the group dimension first,
+//     whatever the names say (known_bugs.md #2: a stacked [E, 2, D, F] rhs, or [D, E, F]);
+//   - CheckKernelRoles: a gmm/tgmm kernel runs the spec's tiling for the role it declares
+//     (wi.fwd, wo.dlhs, ...), tk on its contraction and tn on its output (known_bugs.md #4);
+//   - CheckRouterPrecision: the router's math is f32 (known_bugs.md #28);
+//   - CheckResiduals (checks_residuals.cc): the backward reads only forward values the forward
+//     saved, and each VJP reads the very value its forward op consumed (known_bugs.md #17);
+//   - CheckReceiveBuffers, CheckGroupSums (checks_buffers.cc): a ragged-all-to-all's receive
+//     buffer holds the worst case any routing sends (known_bugs.md #10), and the group sizes of
+//     every ragged-dot / gmm / tgmm / fused kernel sum to at most the rows it has, both bounded
+//     symbolically from the spec through what the lowering declares the buffer or the groups
+//     count (DeclareReceivedRows, DeclareGroupRows).
+// Instructions without recorded names (constants, helper computations) are not name-checked.
 #ifndef PERFSIM_SIM_LOWERING_CHECKS_H_
 #define PERFSIM_SIM_LOWERING_CHECKS_H_
 
+#include <cstdint>
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "sim/lowering/lowering.h"
 
 namespace perfsim {
 
-// FailedPrecondition naming the instruction, both dimensions and their names.
 absl::Status CheckDimensionNames(const LoweredStep& step);
+absl::Status CheckGroupedOperands(const LoweredStep& step);
+absl::Status CheckKernelRoles(const LoweredStep& step);
+absl::Status CheckRouterPrecision(const LoweredStep& step);
+absl::Status CheckResiduals(const LoweredStep& step);
 
 // What a ragged-all-to-all's receive buffer holds, declared by the lowering that emits it, so
 // the check can bound the rows any routing sends there from the spec alone:
@@ -40,8 +57,42 @@ void DeclareReceivedRows(Instruction* ragged_all_to_all, ReceivedRows received, 
 // with its numbers. Undeclared ones (user HLO) are not checked.
 absl::Status CheckReceiveBuffers(const LoweredStep& step);
 
-// All static checks.
+// What a group-sizes tensor counts, declared on the instruction that produces it, so the check
+// can bound Σ group_sizes from the spec (T_l, K, E, EP from step.spec):
+//   kAssignments          this device's T_l·K sorted assignments (a bincount): Σ = T_l·K
+//   kAlignedAssignments   the same, each group padded to a multiple of A: Σ ≤ T_l·K + E·(A − 1)
+//   kGatheredAssignments  the EP·T_l·K assignments of the ep group (ring_of_experts): Σ = EP·T_l·K
+//   kReceivedRows         the rows a shard received for its E_l experts (after the dispatch
+//                         exchange): Σ ≤ the kExpertRows worst case above
+enum class GroupRows { kAssignments, kAlignedAssignments, kGatheredAssignments, kReceivedRows };
+
+// Marks the group-sizes producer with frontend_attributes={perfsim_groups="...",
+// [perfsim_align="A"]}.
+void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align);
+
+// For every ragged-dot (operand 2), perfsim.gmm / perfsim.tgmm (operand 2) and
+// perfsim.fused_ffn (operand 4): FailedPrecondition when the group sizes are undeclared, or
+// when their worst-case sum exceeds the rows of the ragged dimension (lhs dim 0; tgmm: lhs
+// dim 1), naming the instruction and the formula with its numbers.
+absl::Status CheckGroupSums(const LoweredStep& step);
+
+// The role a kernel custom-call plays, declared by the lowering: frontend_attributes=
+// {perfsim_kernel="wo.dlhs"} for the spec's knobs.wo.dlhs tiling.
+void DeclareKernelRole(Instruction* kernel_call, absl::string_view role);
+
+// All static checks, in the order above.
 absl::Status CheckLoweredStep(const LoweredStep& step);
+
+// frontend_attributes text helpers: the value of `key` ("" when absent), and `key`="value"
+// set (added or replaced) on `instruction`.
+std::string FrontendAttribute(absl::string_view text, absl::string_view key);
+void SetFrontendAttribute(Instruction* instruction, absl::string_view key,
+                          absl::string_view value);
+
+// The stage an instruction was lowered in, from its metadata op_name "moe/<stage>" ("" when
+// none), and whether that stage belongs to the backward.
+std::string StageOfInstruction(const Instruction& instruction);
+bool IsBackwardStage(absl::string_view stage);
 
 }  // namespace perfsim
 

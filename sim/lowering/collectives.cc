@@ -16,11 +16,7 @@ InstructionAttributes GroupAttributes(StepState& state, const std::vector<MeshAx
 
 int64_t GroupSize(const StepSpec& spec, const std::vector<MeshAxis>& axes) {
   int64_t n = 1;
-  for (MeshAxis axis : axes) {
-    n *= axis == MeshAxis::kDp ? spec.parallelism.dp
-         : axis == MeshAxis::kEp ? spec.parallelism.ep
-                                 : spec.parallelism.tp;
-  }
+  for (MeshAxis axis : axes) n *= MeshAxisSize(spec.parallelism, axis);
   return n;
 }
 

@@ -12,11 +12,12 @@
 //   da = einsum("TED,EFD->TEF", do, wo)      dwo = einsum("TEF,TED->EFD", a, do)
 //   (dh0, dh1) = act'(da)                    dwi_j = einsum("TD,TEF->EDF", x, dh_j)
 //   dx = Σ_j einsum("TEF,EDF->TD", dh_j, wi_j)
-// Data parallel only: tokens split over dp, weights replicated (their gradients are summed
+// Data parallel (and fsdp) only: tokens split over dp, weights replicated (their gradients are summed
 // over dp by the common grad_sync stage).
 #include "absl/strings/str_cat.h"
 #include "sim/lowering/backends_internal.h"
 #include "sim/lowering/ffn.h"
+#include "sim/lowering/permute.h"
 
 namespace perfsim {
 namespace {
@@ -64,12 +65,16 @@ class DenseEinsum final : public MoeBackend {
   void Combine(StepState& s) const override {
     NamedBuilder& nb = s.nb;
     Tensor g = nb.Convert(s.router.dense, s.x.type());
-    s.y_routed = nb.Einsum("TED,TE->TD", s.saved["dense.o"], g);
+    const Tensor& o = s.saved["dense.o"];
+    nb.SaveForBackward(kExpertOutputsRole, "the expert outputs the forward combine weighted", o);
+    s.y_routed = nb.Einsum("TED,TE->TD", o, g);
   }
 
   void CombineBwd(StepState& s) const override {
     NamedBuilder& nb = s.nb;
+    const int64_t mark = nb.InstructionCount();
     Tensor dg = nb.Einsum("TED,TD->TE", s.saved["dense.o"], s.dy, PrimitiveType::kF32);
+    nb.UseResidual(kExpertOutputsRole, s.saved["dense.o"], mark);
     s.d_weights = GatherFromExperts(nb, s.router, dg);
     Tensor g = nb.Convert(s.router.dense, s.dy.type());
     s.saved["dense.do"] = nb.Mul(nb.BroadcastTo(s.dy, "TED", {{'E', s.wo.size('E')}}), g);

@@ -56,11 +56,11 @@ Tensor Cumsum(NamedBuilder& nb, const Tensor& v, bool inclusive) {
 Tensor MeshIndex(StepState& s, MeshAxis axis) {
   NamedBuilder& nb = s.nb;
   const Parallelism& p = s.spec.parallelism;
-  const int64_t size = axis == MeshAxis::kDp ? p.dp : axis == MeshAxis::kEp ? p.ep : p.tp;
+  const int64_t size = MeshAxisSize(p, axis);
   if (size == 1) return Constant(nb, 0);
   const std::string key = absl::StrCat("mesh_index.", MeshAxisName(axis));
   if (auto it = s.saved.find(key); it != s.saved.end()) return it->second;
-  const int64_t stride = axis == MeshAxis::kTp ? 1 : axis == MeshAxis::kEp ? p.tp : p.tp * p.ep;
+  const int64_t stride = MeshStride(p, axis);
   Tensor device = nb.Convert(Tensor{nb.raw().Add(Opcode::kPartitionId, {}), ""}, kS32);
   Tensor index =
       nb.Binary(Opcode::kRemainder, nb.Div(device, Constant(nb, stride)), Constant(nb, size));

@@ -35,7 +35,7 @@
 namespace perfsim {
 
 // This device's coordinate along `axis` (jax.lax.axis_index), s32[], from partition-id and the
-// device numbering d = (dp_i·EP + ep_i)·TP + tp_i.
+// device numbering of step_spec.h (MeshStride and MeshAxisSize in lowering.h).
 Tensor MeshIndex(StepState& s, MeshAxis axis);
 
 // MaxText's receive-buffer rows for spec (the formula above; int(T_l·K·f) for f > 0).

@@ -97,13 +97,13 @@ class EpRaggedA2a final : public MoeBackend {
     return absl::OkStatus();
   }
 
-  // ep = the largest divisor of E that divides the device count; the rest data parallel.
+  // ep = the largest divisor of E that divides the device count; the rest fsdp (lowering.h).
   Parallelism DefaultParallelism(int64_t devices, const StepSpec& spec) const override {
     int64_t ep = 1;
     for (int64_t e = 1; e <= devices; ++e) {
       if (devices % e == 0 && spec.model.num_experts() % e == 0) ep = e;
     }
-    return Parallelism{.dp = devices / ep, .ep = ep};
+    return ExpertParallelWithFsdp(devices, ep, spec);
   }
 
   void Permute(StepState& s) const override {
@@ -133,6 +133,7 @@ class EpRaggedA2a final : public MoeBackend {
                      DispatchParams(nb, traffic, shard), ReceivedRows::kExpertRows);
     Tensor global_sizes = AllGather(s, nb.Reshape(gs, "XE", {1, e}), 'X', {MeshAxis::kEp});
     LocalPermutation local = LocalPermute(nb, global_sizes, shard, e / ep, rows);
+    DeclareGroupRows(local.group_sizes.op, GroupRows::kReceivedRows, 0);
     s.saved["ep.traffic"] = traffic;
     s.saved["ep.local_sort"] = local.sort_idx;
     s.saved["ep.local_inverse"] = local.inverse;

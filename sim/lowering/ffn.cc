@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace perfsim {
 namespace {
 
@@ -21,7 +23,9 @@ Tensor GeluInner(NamedBuilder& nb, const Tensor& x) {
 }  // namespace
 
 Tensor GatedActivation(NamedBuilder& nb, const ActivationSpec& spec, const Tensor& h0,
-                       const Tensor& h1) {
+                       const Tensor& h1, absl::string_view role) {
+  nb.SaveForBackward(absl::StrCat(role, ".h0"), "the gate projection the activation read", h0);
+  nb.SaveForBackward(absl::StrCat(role, ".h1"), "the up projection the activation read", h1);
   switch (spec.kind()) {
     case ACTIVATION_KIND_SILU:
       return nb.Mul(nb.Mul(h0, nb.Unary(Opcode::kLogistic, h0)), h1);
@@ -42,9 +46,11 @@ Tensor GatedActivation(NamedBuilder& nb, const ActivationSpec& spec, const Tenso
   }
 }
 
-std::pair<Tensor, Tensor> GatedActivationGrad(NamedBuilder& nb, const ActivationSpec& spec,
-                                              const Tensor& h0, const Tensor& h1,
-                                              const Tensor& da) {
+namespace {
+
+std::pair<Tensor, Tensor> GatedActivationGradOf(NamedBuilder& nb, const ActivationSpec& spec,
+                                                const Tensor& h0, const Tensor& h1,
+                                                const Tensor& da) {
   switch (spec.kind()) {
     case ACTIVATION_KIND_SILU: {
       // d/dx x·σ(x) = σ(x)·(1 + x·(1 − σ(x))).
@@ -84,6 +90,18 @@ std::pair<Tensor, Tensor> GatedActivationGrad(NamedBuilder& nb, const Activation
     default:
       return {nb.Fail("activation: expected silu, gelu or clipped_swiglu; got none", h0), h1};
   }
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> GatedActivationGrad(NamedBuilder& nb, const ActivationSpec& spec,
+                                              const Tensor& h0, const Tensor& h1,
+                                              const Tensor& da, absl::string_view role) {
+  const int64_t mark = nb.InstructionCount();
+  std::pair<Tensor, Tensor> grads = GatedActivationGradOf(nb, spec, h0, h1, da);
+  nb.UseResidual(absl::StrCat(role, ".h0"), h0, mark);
+  nb.UseResidual(absl::StrCat(role, ".h1"), h1, mark);
+  return grads;
 }
 
 }  // namespace perfsim

@@ -11,18 +11,24 @@
 
 #include <utility>
 
+#include "absl/strings/string_view.h"
+
 #include "proto/model.pb.h"
 #include "sim/lowering/named_builder.h"
 
 namespace perfsim {
 
+// Records h0 and h1 as the residuals "<role>.h0" and "<role>.h1" (named_builder.h): the
+// gradient below must read these very values (known_bugs.md #17). `role` tells the routed
+// experts ("experts") from the shared expert ("shared_expert").
 Tensor GatedActivation(NamedBuilder& nb, const ActivationSpec& spec, const Tensor& h0,
-                       const Tensor& h1);
+                       const Tensor& h1, absl::string_view role = "experts");
 
-// (dh0, dh1) from da.
+// (dh0, dh1) from da; h0 and h1 are read as the residuals of `role`.
 std::pair<Tensor, Tensor> GatedActivationGrad(NamedBuilder& nb, const ActivationSpec& spec,
                                               const Tensor& h0, const Tensor& h1,
-                                              const Tensor& da);
+                                              const Tensor& da,
+                                              absl::string_view role = "experts");
 
 }  // namespace perfsim
 

@@ -7,7 +7,7 @@
 // one fused path MaxText has, `fused_moe_matmul` -> tpu_inference `fused_moe_func`, is
 // inference only: backends.md 1a, dispatch order item 1); the tilings and their VMEM model are
 // perfsim's (sim/fit/fused_ffn_footprint.cc).
-// Data parallel only.
+// Data parallel (with or without fsdp: the driver gathers the weights) only.
 //
 // Tiling, backend_config {"tiling":[tm,td,tf],"tiled_dim":"F"|"D","activation":...}:
 //   tm = min(wi.fwd.tm, m) — the rows are padded to m_p = ⌈m / tm⌉·tm as for megablox_gmm
@@ -124,9 +124,8 @@ class FusedExpertFfn final : public SortedKernelBackend {
     const KernelRows rows = KernelRowsOf(s.spec);
     const Tensor gs = s.saved[kGroupSizes];
     const Tensor x_rows = s.saved[kRows];
-    const GmmTiling& fwd = s.spec.knobs.wi.fwd;
-    Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, fwd, /*transpose_rhs=*/false, rows);
-    Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, fwd, /*transpose_rhs=*/false, rows);
+    Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, "wi.fwd", /*transpose_rhs=*/false, rows);
+    Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, "wi.fwd", /*transpose_rhs=*/false, rows);
     Tensor a = GatedActivation(nb, s.spec.model.proto().activation(), h0, h1);
     ExpertsBwdWithKernels(s, h0, h1, a);
   }

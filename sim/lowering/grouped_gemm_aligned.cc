@@ -59,9 +59,10 @@ int64_t PreExchangeRows(const StepSpec& spec) {
 }
 
 // TE's recv_buffer_rows = (B/DP)·S·K + E·(A−1) (known_bugs.md #10): every token of the ep group
-// may come here, plus each expert's alignment padding.
+// (EP·T_l, which is B·S/(DP·FSDP): TE's DP counts every batch axis) may come here, plus each
+// expert's alignment padding.
 int64_t ReceiveRows(const StepSpec& spec) {
-  const int64_t group_tokens = spec.tokens() / spec.parallelism.dp;
+  const int64_t group_tokens = spec.tokens_per_device() * spec.parallelism.ep;
   return AlignedPermuteRows(group_tokens * spec.model.experts_per_token(), spec.model.num_experts(),
                             AlignOf(spec));
 }
@@ -124,6 +125,7 @@ class GroupedGemmAligned final : public MoeBackend {
     NamedBuilder& nb = s.nb;
     AlignedPermutation p = PermuteByExpertAligned(nb, s.x, s.router.ids, s.spec.model.num_experts(),
                                                   AlignOf(s.spec), PreExchangeRows(s.spec));
+    DeclareGroupRows(p.group_sizes.op, GroupRows::kAlignedAssignments, AlignOf(s.spec));
     Tensor rows = p.rows;
     if (s.router.input_scale.op != nullptr) {
       // Llama 4: each row is scaled by its assignment's σ(v) (0 on padding rows) before it
@@ -153,6 +155,7 @@ class GroupedGemmAligned final : public MoeBackend {
         DispatchParams(nb, traffic, shard), ReceivedRows::kExpertRows, AlignOf(s.spec));
     Tensor global_sizes = AllGather(s, nb.Reshape(gs, "XE", {1, e}), 'X', {MeshAxis::kEp});
     LocalPermutation local = LocalPermute(nb, global_sizes, shard, e / ep, rows);
+    DeclareGroupRows(local.group_sizes.op, GroupRows::kReceivedRows, AlignOf(s.spec));
     s.saved["gga.traffic"] = traffic;
     s.saved["gga.local_sort"] = local.sort_idx;
     s.saved["gga.local_inverse"] = local.inverse;

@@ -1,5 +1,6 @@
 #include "sim/lowering/lowering.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,40 +16,78 @@ namespace perfsim {
 absl::string_view MeshAxisName(MeshAxis axis) {
   switch (axis) {
     case MeshAxis::kDp: return "dp";
+    case MeshAxis::kFsdp: return "fsdp";
     case MeshAxis::kEp: return "ep";
     case MeshAxis::kTp: return "tp";
   }
   return "?";
 }
 
+int64_t MeshAxisSize(const Parallelism& p, MeshAxis axis) {
+  switch (axis) {
+    case MeshAxis::kDp: return p.dp;
+    case MeshAxis::kFsdp: return p.fsdp;
+    case MeshAxis::kEp: return p.ep;
+    case MeshAxis::kTp: return p.tp;
+  }
+  return 1;
+}
+
+int64_t MeshStride(const Parallelism& p, MeshAxis axis) {
+  switch (axis) {
+    case MeshAxis::kDp: return p.tp * p.ep * p.fsdp;
+    case MeshAxis::kFsdp: return p.tp * p.ep;
+    case MeshAxis::kEp: return p.tp;
+    case MeshAxis::kTp: return 1;
+  }
+  return 1;
+}
+
+int64_t MeshCoord(const Parallelism& p, MeshAxis axis, int64_t device) {
+  return device / MeshStride(p, axis) % MeshAxisSize(p, axis);
+}
+
 std::vector<std::vector<int64_t>> MeshGroups(const Parallelism& p, std::vector<MeshAxis> axes) {
-  // Device d = (dp_i·EP + ep_i)·TP + tp_i. A group fixes the axes not in `axes`.
-  auto in = [&](MeshAxis a) {
-    for (MeshAxis b : axes) {
-      if (a == b) return true;
-    }
-    return false;
-  };
+  // A group fixes the coordinates of the axes not in `axes`; members in device order, which is
+  // the major-to-minor order of the axes (what an all-gather over several axes concatenates).
+  constexpr MeshAxis kAll[] = {MeshAxis::kDp, MeshAxis::kFsdp, MeshAxis::kEp, MeshAxis::kTp};
   std::vector<std::vector<int64_t>> groups;
   absl::flat_hash_map<int64_t, int64_t> group_of_key;
-  for (int64_t dp = 0; dp < p.dp; ++dp) {
-    for (int64_t ep = 0; ep < p.ep; ++ep) {
-      for (int64_t tp = 0; tp < p.tp; ++tp) {
-        const int64_t device = (dp * p.ep + ep) * p.tp + tp;
-        const int64_t key = ((in(MeshAxis::kDp) ? 0 : dp) * p.ep + (in(MeshAxis::kEp) ? 0 : ep)) *
-                                p.tp +
-                            (in(MeshAxis::kTp) ? 0 : tp);
-        auto [it, inserted] = group_of_key.try_emplace(key, groups.size());
-        if (inserted) groups.emplace_back();
-        groups[it->second].push_back(device);
-      }
+  for (int64_t device = 0; device < p.num_devices(); ++device) {
+    int64_t key = 0;
+    for (MeshAxis a : kAll) {
+      const bool in = std::find(axes.begin(), axes.end(), a) != axes.end();
+      key = key * MeshAxisSize(p, a) + (in ? 0 : MeshCoord(p, a, device));
     }
+    auto [it, inserted] = group_of_key.try_emplace(key, groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(device);
   }
   return groups;
 }
 
 Parallelism MoeBackend::DefaultParallelism(int64_t devices, const StepSpec& spec) const {
   return Parallelism{.dp = devices};
+}
+
+Parallelism DataParallelWithFsdp(int64_t devices, const StepSpec& spec) {
+  Parallelism p{.dp = devices};
+  if (devices >= 4 && devices % 2 == 0 && spec.model.d_model() % 2 == 0) {
+    p.dp = devices / 2;
+    p.fsdp = 2;
+  }
+  return p;
+}
+
+Parallelism ExpertParallelWithFsdp(int64_t devices, int64_t ep, const StepSpec& spec) {
+  Parallelism p{.ep = ep};
+  const int64_t rest = devices / ep;
+  if (spec.model.d_model() % rest == 0) {
+    p.fsdp = rest;
+  } else {
+    p.dp = rest;
+  }
+  return p;
 }
 
 std::vector<std::vector<MeshAxis>> MoeBackend::ExpertWeightSplit(absl::string_view dims) const {
@@ -77,14 +116,10 @@ PrimitiveType TypeOf(DType dtype) {
   }
 }
 
-int64_t AxisSize(const Parallelism& p, MeshAxis axis) {
-  return axis == MeshAxis::kDp ? p.dp : axis == MeshAxis::kEp ? p.ep : p.tp;
-}
-
 std::vector<int64_t> LocalDims(const TensorSpec& t, const Parallelism& p) {
   std::vector<int64_t> dims = t.global_dims;
   for (size_t i = 0; i < dims.size(); ++i) {
-    for (MeshAxis axis : t.split[i]) dims[i] /= AxisSize(p, axis);
+    for (MeshAxis axis : t.split[i]) dims[i] /= MeshAxisSize(p, axis);
   }
   return dims;
 }
@@ -101,7 +136,7 @@ Tensor SharedExpert(StepState& s) {
   const ActivationSpec& act = s.spec.model.proto().activation();
   Tensor h0 = nb.Einsum("TD,DH->TH", s.x, s.ws_0);
   Tensor h1 = nb.Einsum("TD,DH->TH", s.x, s.ws_1);
-  Tensor a = GatedActivation(nb, act, h0, h1);
+  Tensor a = GatedActivation(nb, act, h0, h1, "shared_expert");
   s.saved["shared.h0"] = h0;
   s.saved["shared.h1"] = h1;
   s.saved["shared.a"] = a;
@@ -119,12 +154,55 @@ SharedGrads SharedExpertBwd(StepState& s) {
   SharedGrads g;
   Tensor da = nb.Einsum("TD,HD->TH", s.dy, s.ws_o);
   g.d_o = nb.Einsum("TH,TD->HD", a, s.dy);
-  auto [dh0, dh1] = GatedActivationGrad(nb, act, h0, h1, da);
+  auto [dh0, dh1] = GatedActivationGrad(nb, act, h0, h1, da, "shared_expert");
   g.d0 = nb.Einsum("TD,TH->DH", s.x, dh0);
   g.d1 = nb.Einsum("TD,TH->DH", s.x, dh1);
   g.dx = AllReduce(s, nb.Add(nb.Einsum("TH,DH->TD", dh0, s.ws_0), nb.Einsum("TH,DH->TD", dh1, s.ws_1)),
                    {MeshAxis::kTp});
   return g;
+}
+
+// The weights as the stages read them: the parameters, or with fsdp > 1 their all-gathers
+// over fsdp on D (gathered once for the forward and again for the backward: lowering.h).
+struct Weights {
+  Tensor router_w, wi_0, wi_1, wo, ws_0, ws_1, ws_o;
+};
+
+// `gather` false: the stages read the parameters themselves (fsdp = 1, or before the
+// weight_gather stage has run).
+void GatherWeights(StepState& s, const Weights& params, bool gather_over_fsdp = true) {
+  const std::vector<MeshAxis> fsdp = {MeshAxis::kFsdp};
+  auto gather = [&](const Tensor& t) {
+    return t.op == nullptr || !gather_over_fsdp ? t : AllGather(s, t, 'D', fsdp);
+  };
+  s.router_w = gather(params.router_w);
+  s.wi_0 = gather(params.wi_0);
+  s.wi_1 = gather(params.wi_1);
+  s.wo = gather(params.wo);
+  s.ws_0 = gather(params.ws_0);
+  s.ws_1 = gather(params.ws_1);
+  s.ws_o = gather(params.ws_o);
+}
+
+// A weight gradient, complete and sharded like its weight: reduce-scattered over fsdp on D
+// (the transpose of the forward's all-gather), then summed over the other replicas `axes`.
+Tensor SyncGradient(StepState& s, const Tensor& local, std::vector<MeshAxis> axes) {
+  return AllReduce(s, ReduceScatter(s, local, 'D', {MeshAxis::kFsdp}), std::move(axes));
+}
+
+// Every forward value a backward stage may read: StepState::saved and the router's outputs.
+void RecordSaved(const StepState& s, LoweredStep& step) {
+  for (const auto& [key, t] : s.saved) {
+    if (t.op != nullptr) step.saved.try_emplace(t.op, key);
+  }
+  const RouterOutputs& r = s.router;
+  const std::pair<const char*, const Tensor*> router[] = {
+      {"router.logits", &r.logits},   {"router.ids", &r.ids},     {"router.onehot", &r.onehot},
+      {"router.weights", &r.weights}, {"router.dense", &r.dense}, {"router.input_scale", &r.input_scale},
+      {"router.probs", &r.probs},     {"router.chosen", &r.chosen}, {"router.norm", &r.norm}};
+  for (const auto& [key, t] : router) {
+    if (t->op != nullptr) step.saved.try_emplace(t->op, key);
+  }
 }
 
 }  // namespace
@@ -140,8 +218,13 @@ absl::StatusOr<const MoeBackend*> FindBackend(absl::string_view name) {
 }
 
 absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
-  PERFSIM_RETURN_IF_ERROR(spec.Validate());
   PERFSIM_ASSIGN_OR_RETURN(const MoeBackend* backend, FindBackend(spec.backend));
+  return LowerStepWith(spec, *backend);
+}
+
+absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend& backend_ref) {
+  const MoeBackend* backend = &backend_ref;
+  PERFSIM_RETURN_IF_ERROR(spec.Validate());
   PERFSIM_RETURN_IF_ERROR(Annotate(backend->Supports(spec),
                                    absl::StrCat("backend ", backend->name())));
   const ModelConfig& model = spec.model;
@@ -158,20 +241,27 @@ absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
   const bool bias = model.proto().router().has_bias();
   const bool shared = model.num_shared_experts() > 0;
   const bool backward = spec.phase == Phase::kForwardBackward;
-  const std::vector<MeshAxis> tokens = {MeshAxis::kDp, MeshAxis::kEp};
+  const std::vector<MeshAxis> tokens = {MeshAxis::kDp, MeshAxis::kFsdp, MeshAxis::kEp};
+  const std::vector<MeshAxis> fsdp = {MeshAxis::kFsdp};
+  // An expert weight's split (the backend's), with D also split over fsdp.
+  auto expert_split = [&](absl::string_view dims) {
+    std::vector<std::vector<MeshAxis>> split = backend->ExpertWeightSplit(dims);
+    split[dims.find('D')].push_back(MeshAxis::kFsdp);
+    return split;
+  };
 
   LoweredStep step{.spec = spec};
   std::vector<TensorSpec>& params = step.parameters;
   params.push_back(Spec("x", "TD", {T, D}, act, {tokens, {}}));
-  params.push_back(Spec("router_w", "DE", {D, E}, param, {{}, {}}));
+  params.push_back(Spec("router_w", "DE", {D, E}, param, {fsdp, {}}));
+  params.push_back(Spec("wi_0", "EDF", {E, D, F}, param, expert_split("EDF")));
+  params.push_back(Spec("wi_1", "EDF", {E, D, F}, param, expert_split("EDF")));
+  params.push_back(Spec("wo", "EFD", {E, F, D}, param, expert_split("EFD")));
   if (bias) params.push_back(Spec("router_bias", "E", {E}, PrimitiveType::kF32, {{}}));
-  params.push_back(Spec("wi_0", "EDF", {E, D, F}, param, backend->ExpertWeightSplit("EDF")));
-  params.push_back(Spec("wi_1", "EDF", {E, D, F}, param, backend->ExpertWeightSplit("EDF")));
-  params.push_back(Spec("wo", "EFD", {E, F, D}, param, backend->ExpertWeightSplit("EFD")));
   if (shared) {
-    params.push_back(Spec("ws_0", "DH", {D, H}, param, {{}, {MeshAxis::kTp}}));
-    params.push_back(Spec("ws_1", "DH", {D, H}, param, {{}, {MeshAxis::kTp}}));
-    params.push_back(Spec("ws_o", "HD", {H, D}, param, {{MeshAxis::kTp}, {}}));
+    params.push_back(Spec("ws_0", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}));
+    params.push_back(Spec("ws_1", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}));
+    params.push_back(Spec("ws_o", "HD", {H, D}, param, {{MeshAxis::kTp}, fsdp}));
   }
   if (backward) params.push_back(Spec("dy", "TD", {T, D}, act, {tokens, {}}));
   step.outputs.push_back(Spec("y", "TD", {T, D}, act, {tokens, {}}));
@@ -186,17 +276,20 @@ absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
 
   ModuleBuilder mb(absl::StrCat("moe_", backend->name(), "_", PhaseName(spec.phase)));
   ComputationBuilder& entry = mb.Entry("main");
-  NamedBuilder nb(mb, entry, &step.dim_names);
+  NamedBuilder nb(mb, entry, &step.dim_names, &step.residuals);
   StepState s{.spec = spec, .nb = nb};
+  Weights weights;
   absl::flat_hash_map<std::string, Tensor*> slots = {
-      {"x", &s.x},       {"router_w", &s.router_w}, {"router_bias", &s.router_bias},
-      {"wi_0", &s.wi_0}, {"wi_1", &s.wi_1},         {"wo", &s.wo},
-      {"ws_0", &s.ws_0}, {"ws_1", &s.ws_1},         {"ws_o", &s.ws_o},
+      {"x", &s.x},          {"router_w", &weights.router_w}, {"router_bias", &s.router_bias},
+      {"wi_0", &weights.wi_0}, {"wi_1", &weights.wi_1},      {"wo", &weights.wo},
+      {"ws_0", &weights.ws_0}, {"ws_1", &weights.ws_1},      {"ws_o", &weights.ws_o},
       {"dy", &s.dy}};
   for (size_t i = 0; i < params.size(); ++i) {
     const TensorSpec& t = params[i];
     *slots[t.name] = nb.Parameter(static_cast<int64_t>(i), t.name, t.type, t.dims, LocalDims(t, p));
   }
+  // Without fsdp the stages read the parameters (the weight_gather stages do not exist).
+  GatherWeights(s, weights, /*gather_over_fsdp=*/false);
 
   StepGraph graph = BuildStepGraph(spec);
   PERFSIM_ASSIGN_OR_RETURN(std::vector<int> order, graph.dag.TopologicalOrder());
@@ -208,6 +301,8 @@ absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
     const Stage stage = graph.stages[node];
     mb.SetOpNameScope(absl::StrCat("moe/", StageName(stage)));
     switch (stage) {
+      case Stage::kWeightGather:
+      case Stage::kWeightGatherBwd: GatherWeights(s, weights); break;
       case Stage::kRouter:
         s.router = LowerRouter(nb, model, s.x, s.router_w, bias ? &s.router_bias : nullptr);
         break;
@@ -229,15 +324,21 @@ absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
         break;
       case Stage::kSharedExpertBwd: shared_grads = SharedExpertBwd(s); break;
       case Stage::kGradSync: {
+        // Expert weights are replicated over dp (and fsdp, which the reduce-scatter covers);
+        // the router and the shared expert over every token axis.
+        const std::vector<MeshAxis> replicas = {MeshAxis::kDp, MeshAxis::kEp};
         Tensor dx = nb.Add(s.dx_routed, router_grads.dx);
         if (shared) dx = nb.Add(dx, shared_grads.dx);
-        results = {y, dx, AllReduce(s, router_grads.dw, tokens),
-                   AllReduce(s, s.d_wi_0, {MeshAxis::kDp}), AllReduce(s, s.d_wi_1, {MeshAxis::kDp}),
-                   AllReduce(s, s.d_wo, {MeshAxis::kDp})};
+        results = {y,
+                   dx,
+                   SyncGradient(s, router_grads.dw, replicas),
+                   SyncGradient(s, s.d_wi_0, {MeshAxis::kDp}),
+                   SyncGradient(s, s.d_wi_1, {MeshAxis::kDp}),
+                   SyncGradient(s, s.d_wo, {MeshAxis::kDp})};
         if (shared) {
-          results.push_back(AllReduce(s, shared_grads.d0, tokens));
-          results.push_back(AllReduce(s, shared_grads.d1, tokens));
-          results.push_back(AllReduce(s, shared_grads.d_o, tokens));
+          results.push_back(SyncGradient(s, shared_grads.d0, replicas));
+          results.push_back(SyncGradient(s, shared_grads.d1, replicas));
+          results.push_back(SyncGradient(s, shared_grads.d_o, replicas));
         }
         break;
       }
@@ -269,6 +370,7 @@ absl::StatusOr<LoweredStep> LowerStep(const StepSpec& spec) {
     return Annotate(module.status(), absl::StrCat("lowering ", backend->name()));
   }
   step.module = *std::move(module);
+  RecordSaved(s, step);
   return step;
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/checks.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
 
@@ -98,24 +99,25 @@ Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count) {
 }
 
 Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
-               const GmmTiling& tiling, bool transpose_rhs, const KernelRows& rows) {
+               absl::string_view role, bool transpose_rhs, const KernelRows& rows) {
   const int64_t k = lhs.shape().dimensions(1);
   const int64_t n = rhs.shape().dimensions(transpose_rhs ? 1 : 2);
-  const GmmTiling t = ClampTiling(tiling, rows.padded_rows, k, n);
+  const GmmTiling t = ClampTiling(*TilingKnob(s.spec.knobs, role), rows.padded_rows, k, n);
   NamedBuilder& nb = s.nb;
   Tensor out = nb.CustomCall({PadRows(s, lhs, rows.padded_rows), rhs, group_sizes}, lhs.type(),
                              std::string{lhs.dims[0], rhs.dims[transpose_rhs ? 1 : 2]},
                              {rows.padded_rows, n}, kGmmTarget, GmmBackendConfig(t, transpose_rhs));
+  DeclareKernelRole(out.op, role);
   // Rows [m, m_p) belong to no group: unwritten (poisoned) by the kernel, dropped here.
   return FirstRows(nb, out, rows.rows);
 }
 
 Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
-                const GmmTiling& tiling, const KernelRows& rows, int64_t num_groups,
+                absl::string_view role, const KernelRows& rows, int64_t num_groups,
                 PrimitiveType out) {
   const int64_t k = lhs.shape().dimensions(1);
   const int64_t n = dy.shape().dimensions(1);
-  const GmmTiling t = ClampTiling(tiling, rows.padded_rows, k, n);
+  const GmmTiling t = ClampTiling(*TilingKnob(s.spec.knobs, role), rows.padded_rows, k, n);
   NamedBuilder& nb = s.nb;
   // The transposed lhs is shared too (d_wi_0 and d_wi_1 both take rowsᵀ).
   const Tensor padded = PadRows(s, lhs, rows.padded_rows);
@@ -124,9 +126,11 @@ Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor&
     s.saved[key] = nb.Transpose(padded, std::string{lhs.dims[1], lhs.dims[0]});
   }
   const Tensor lhs_t = s.saved[key];
-  return nb.CustomCall({lhs_t, PadRows(s, dy, rows.padded_rows), group_sizes}, out,
-                       std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n}, kTgmmTarget,
-                       TgmmBackendConfig(t));
+  Tensor dw = nb.CustomCall({lhs_t, PadRows(s, dy, rows.padded_rows), group_sizes}, out,
+                            std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n},
+                            kTgmmTarget, TgmmBackendConfig(t));
+  DeclareKernelRole(dw.op, role);
+  return dw;
 }
 
 absl::Status SortedKernelBackend::Supports(const StepSpec& spec) const {
@@ -154,6 +158,7 @@ void SortedKernelBackend::Permute(StepState& s) const {
     return;
   }
   Permutation p = PermuteByExpert(nb, s.x, s.router.ids, s.spec.model.num_experts());
+  DeclareGroupRows(p.group_sizes.op, GroupRows::kAssignments, 0);
   Tensor rows = p.rows;
   if (s.router.input_scale.op != nullptr) {
     // Llama 4: each sorted row is scaled by its assignment's σ(v).
@@ -183,7 +188,6 @@ void SortedKernelBackend::CombineBwd(StepState& s) const {
 
 void SortedKernelBackend::ExpertsBwdWithKernels(StepState& s, Tensor h0, Tensor h1, Tensor a) {
   NamedBuilder& nb = s.nb;
-  const BackendKnobs& knobs = s.spec.knobs;
   const KernelRows rows = KernelRowsOf(s.spec);
   const int64_t groups = s.wo.size('E');
   // Copies, not references: the kernel calls add padded operands to s.saved.
@@ -191,14 +195,14 @@ void SortedKernelBackend::ExpertsBwdWithKernels(StepState& s, Tensor h0, Tensor 
   const Tensor d_out = s.saved[kDOut];
   const Tensor x_rows = s.saved[kRows];
   // out = gmm(a, wo): da = gmm(d_out, wo, transpose_rhs) (megablox's dlhs), d_wo = tgmm(aᵀ, d_out).
-  Tensor da = GmmCall(s, d_out, s.wo, gs, knobs.wo.dlhs, /*transpose_rhs=*/true, rows);
-  s.d_wo = TgmmCall(s, a, d_out, gs, knobs.wo.drhs, rows, groups, s.wo.type());
+  Tensor da = GmmCall(s, d_out, s.wo, gs, "wo.dlhs", /*transpose_rhs=*/true, rows);
+  s.d_wo = TgmmCall(s, a, d_out, gs, "wo.drhs", rows, groups, s.wo.type());
   auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(), h0, h1, da);
-  s.d_wi_0 = TgmmCall(s, x_rows, dh0, gs, knobs.wi.drhs, rows, groups, s.wi_0.type());
-  s.d_wi_1 = TgmmCall(s, x_rows, dh1, gs, knobs.wi.drhs, rows, groups, s.wi_1.type());
+  s.d_wi_0 = TgmmCall(s, x_rows, dh0, gs, "wi.drhs", rows, groups, s.wi_0.type());
+  s.d_wi_1 = TgmmCall(s, x_rows, dh1, gs, "wi.drhs", rows, groups, s.wi_1.type());
   s.saved[kDRows] =
-      nb.Add(GmmCall(s, dh0, s.wi_0, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, rows),
-             GmmCall(s, dh1, s.wi_1, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, rows));
+      nb.Add(GmmCall(s, dh0, s.wi_0, gs, "wi.dlhs", /*transpose_rhs=*/true, rows),
+             GmmCall(s, dh1, s.wi_1, gs, "wi.dlhs", /*transpose_rhs=*/true, rows));
 }
 
 void SortedKernelBackend::PermuteBwd(StepState& s) const {

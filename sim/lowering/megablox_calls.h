@@ -5,7 +5,7 @@
 //
 //   KernelRows rows = KernelRowsOf(spec);               // nano, 1 device, wi.fwd.tm 24:
 //                                                       // m = 128, tm = 24, m_p = 144
-//   Tensor h0 = GmmCall(s, x_rows, wi_0, gs, spec.knobs.wi.fwd, /*transpose_rhs=*/false,
+//   Tensor h0 = GmmCall(s, x_rows, wi_0, gs, "wi.fwd", /*transpose_rhs=*/false,
 //                       rows);                          // MF, m rows; config tiling clamped
 //
 // Tiling rule (documented once here, used by both backends). m = T_l·K sorted rows.
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "sim/lowering/lowering.h"
 
 namespace perfsim {
@@ -77,14 +78,18 @@ Tensor PadRows(StepState& s, const Tensor& t, int64_t padded_rows);
 Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count);
 
 // perfsim.gmm: lhs MK (m rows) × rhs EKN (ENK with transpose_rhs) -> MN in lhs's type,
-// through the padded rows; `tiling` is the spec's, clamped here (CheckKernelTilings checked it).
+// through the padded rows. `role` names the spec's tiling knob ("wi.fwd", ..., "wo.drhs":
+// TilingKnob in step_spec.h); the call carries it clamped here (CheckKernelTilings checked it)
+// and declares the role (frontend_attributes perfsim_kernel), so the static check can verify
+// that each tile sits on its own dimension (known_bugs.md #4).
 Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
-               const GmmTiling& tiling, bool transpose_rhs, const KernelRows& rows);
+               absl::string_view role, bool transpose_rhs, const KernelRows& rows);
 
 // perfsim.tgmm: dw[e] = lhs[rows of e]ᵀ · dy[rows of e] for lhs MK, dy MN -> EKN of type
-// `out` (the weight's), with the lhs passed transposed [K, m_p] as megablox takes it.
+// `out` (the weight's), with the lhs passed transposed [K, m_p] as megablox takes it; `role`
+// as for GmmCall.
 Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
-                const GmmTiling& tiling, const KernelRows& rows, int64_t num_groups,
+                absl::string_view role, const KernelRows& rows, int64_t num_groups,
                 PrimitiveType out);
 
 // The data-parallel argsort pipeline of sparse_ragged_dot (backends.md 1a.3 without the
@@ -103,8 +108,12 @@ class SortedKernelBackend : public MoeBackend {
   static constexpr char kDOut[] = "kernel.d_out";
   static constexpr char kDRows[] = "kernel.d_rows";
 
-  // ep = tp = 1 (data parallel only).
+  // ep = tp = 1 (data parallel, with or without fsdp).
   absl::Status Supports(const StepSpec& spec) const override;
+  // DataParallelWithFsdp (lowering.h).
+  Parallelism DefaultParallelism(int64_t devices, const StepSpec& spec) const override {
+    return DataParallelWithFsdp(devices, spec);
+  }
   // Checks the tilings of KernelUses first: a tiling megablox would refuse fails the build
   // here, before any instruction (so no later stage runs).
   void Permute(StepState& s) const override;

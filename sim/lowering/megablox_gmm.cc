@@ -3,7 +3,7 @@
 // megablox=True, kernels/megablox/backend.py): the argsort permutation of sparse_ragged_dot,
 // with every grouped matmul a megablox kernel custom-call (perfsim.gmm / perfsim.tgmm) carrying
 // its (tm, tk, tn) tiling from spec.knobs (wi for wi_0 and wi_1, wo for wo; MaxText's 9-tuple:
-// fwd, dlhs, drhs). Dropless. Data parallel only.
+// fwd, dlhs, drhs). Dropless. Data parallel only (fsdp too: the driver gathers the weights).
 //
 // Forward (m = T_l·K sorted rows, padded to m_p by MaxText's gmm(); megablox_calls.h gives the
 // tiling clamp and the padding):
@@ -41,17 +41,16 @@ class MegabloxGmm final : public SortedKernelBackend {
 
   void Experts(StepState& s) const override {
     NamedBuilder& nb = s.nb;
-    const BackendKnobs& knobs = s.spec.knobs;
     const KernelRows rows = KernelRowsOf(s.spec);
     const Tensor gs = s.saved[kGroupSizes];
     const Tensor x_rows = s.saved[kRows];
-    Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, knobs.wi.fwd, /*transpose_rhs=*/false, rows);
-    Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, knobs.wi.fwd, /*transpose_rhs=*/false, rows);
+    Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, "wi.fwd", /*transpose_rhs=*/false, rows);
+    Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, "wi.fwd", /*transpose_rhs=*/false, rows);
     Tensor a = GatedActivation(nb, s.spec.model.proto().activation(), h0, h1);
     s.saved["megablox.h0"] = h0;
     s.saved["megablox.h1"] = h1;
     s.saved["megablox.a"] = a;
-    s.saved[kOut] = GmmCall(s, a, s.wo, gs, knobs.wo.fwd, /*transpose_rhs=*/false, rows);
+    s.saved[kOut] = GmmCall(s, a, s.wo, gs, "wo.fwd", /*transpose_rhs=*/false, rows);
   }
 
   void ExpertsBwd(StepState& s) const override {

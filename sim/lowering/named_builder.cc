@@ -364,4 +364,48 @@ Tensor NamedBuilder::CustomCall(const std::vector<Tensor>& operands, PrimitiveTy
               std::move(dims));
 }
 
+void NamedBuilder::SaveForBackward(absl::string_view role, absl::string_view stands_for,
+                                   const Tensor& t) {
+  if (residuals_ == nullptr || mb_.IsPlaceholder(t.op)) return;
+  for (Residual& r : *residuals_) {
+    if (r.role == role) {
+      r.value = t.op;
+      r.uses.clear();
+      return;
+    }
+  }
+  residuals_->push_back(Residual{std::string(role), std::string(stands_for), t.op, {}});
+}
+
+int64_t NamedBuilder::InstructionCount() const {
+  return static_cast<int64_t>(b_.computation()->instructions().size());
+}
+
+void NamedBuilder::UseResidual(absl::string_view role, const Tensor& read, int64_t mark) {
+  if (residuals_ == nullptr || mb_.IsPlaceholder(read.op)) return;
+  Residual* residual = nullptr;
+  for (Residual& r : *residuals_) {
+    if (r.role == role) residual = &r;
+  }
+  if (residual == nullptr) {
+    Fail(absl::StrCat("residual ", role, ": expected the forward to save it; got a backward that "
+                      "reads it first"),
+         read);
+    return;
+  }
+  const auto& instructions = b_.computation()->instructions();
+  const size_t before = residual->uses.size();
+  for (size_t i = static_cast<size_t>(mark); i < instructions.size(); ++i) {
+    const Instruction* consumer = instructions[i].get();
+    for (int64_t k = 0; k < consumer->operand_count(); ++k) {
+      if (consumer->operand(k) == read.op) residual->uses.push_back(ResidualUse{consumer, k});
+    }
+  }
+  if (residual->uses.size() == before) {
+    Fail(absl::StrCat("residual ", role, ": expected an instruction reading ", read.op->name(),
+                      " since the mark; got none"),
+         read);
+  }
+}
+
 }  // namespace perfsim

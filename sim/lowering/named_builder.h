@@ -36,6 +36,21 @@ namespace perfsim {
 
 using DimNameTable = absl::flat_hash_map<const Instruction*, std::string>;
 
+// A value a forward op consumed and its backward must read again (known_bugs.md #17): the
+// forward records it under a role, the VJP records each operand that stands for it. The static
+// check (sim/lowering/checks.h) verifies every use reads the recorded instruction itself.
+struct ResidualUse {
+  const Instruction* consumer = nullptr;
+  int64_t operand = 0;
+};
+struct Residual {
+  std::string role;        // "combine.expert_outputs"
+  std::string stands_for;  // "the expert outputs the forward combine weighted"
+  const Instruction* value = nullptr;
+  std::vector<ResidualUse> uses;
+};
+using ResidualTable = std::vector<Residual>;
+
 struct Tensor {
   Instruction* op = nullptr;
   std::string dims;
@@ -51,8 +66,10 @@ struct Tensor {
 
 class NamedBuilder {
  public:
-  NamedBuilder(ModuleBuilder& mb, ComputationBuilder& b, DimNameTable* names)
-      : mb_(mb), b_(b), names_(names) {}
+  // `residuals` may be null (no residual bookkeeping).
+  NamedBuilder(ModuleBuilder& mb, ComputationBuilder& b, DimNameTable* names,
+               ResidualTable* residuals = nullptr)
+      : mb_(mb), b_(b), names_(names), residuals_(residuals) {}
 
   ModuleBuilder& module_builder() const { return mb_; }
   ComputationBuilder& raw() const { return b_; }
@@ -136,10 +153,19 @@ class NamedBuilder {
   // Fails the build (first error wins) with `message`.
   Tensor Fail(std::string message, const Tensor& like);
 
+  // Residual bookkeeping (the struct above). SaveForBackward records `t` as the value role
+  // stands for (a later call for the same role replaces it: the last forward wins).
+  // InstructionCount marks where a VJP starts; UseResidual then records every instruction added
+  // since `mark` that reads `read` as a use of `role`, and fails the build if none does.
+  void SaveForBackward(absl::string_view role, absl::string_view stands_for, const Tensor& t);
+  int64_t InstructionCount() const;
+  void UseResidual(absl::string_view role, const Tensor& read, int64_t mark);
+
  private:
   ModuleBuilder& mb_;
   ComputationBuilder& b_;
   DimNameTable* names_;
+  ResidualTable* residuals_;
 };
 
 }  // namespace perfsim

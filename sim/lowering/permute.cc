@@ -37,14 +37,18 @@ Tensor Unpermute(NamedBuilder& nb, const Tensor& rows, const Permutation& p, int
 
 Tensor WeightedCombine(NamedBuilder& nb, const Tensor& r_tkd, const Tensor& w_tk,
                        PrimitiveType out) {
+  nb.SaveForBackward(kExpertOutputsRole, "the expert outputs the forward combine weighted", r_tkd);
+  nb.SaveForBackward(kCombineWeightsRole, "the combine weights the forward applied", w_tk);
   Tensor r32 = nb.Convert(r_tkd, PrimitiveType::kF32);
   return nb.Convert(nb.Einsum("TKD,TK->TD", r32, nb.Convert(w_tk, PrimitiveType::kF32),
                               PrimitiveType::kF32),
                     out);
 }
 
-std::pair<Tensor, Tensor> WeightedCombineGrad(NamedBuilder& nb, const Tensor& r_tkd,
-                                              const Tensor& w_tk, const Tensor& dy) {
+namespace {
+
+std::pair<Tensor, Tensor> WeightedCombineGradOf(NamedBuilder& nb, const Tensor& r_tkd,
+                                                const Tensor& w_tk, const Tensor& dy) {
   Tensor dy32 = nb.Convert(dy, PrimitiveType::kF32);
   Tensor dr = nb.Convert(nb.Mul(nb.BroadcastLike(dy32, nb.Convert(r_tkd, PrimitiveType::kF32)),
                                 nb.Convert(w_tk, PrimitiveType::kF32)),
@@ -52,6 +56,17 @@ std::pair<Tensor, Tensor> WeightedCombineGrad(NamedBuilder& nb, const Tensor& r_
   Tensor dw = nb.Einsum("TKD,TD->TK", nb.Convert(r_tkd, PrimitiveType::kF32), dy32,
                         PrimitiveType::kF32);
   return {dr, dw};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> WeightedCombineGrad(NamedBuilder& nb, const Tensor& r_tkd,
+                                              const Tensor& w_tk, const Tensor& dy) {
+  const int64_t mark = nb.InstructionCount();
+  std::pair<Tensor, Tensor> grads = WeightedCombineGradOf(nb, r_tkd, w_tk, dy);
+  nb.UseResidual(kExpertOutputsRole, r_tkd, mark);
+  nb.UseResidual(kCombineWeightsRole, w_tk, mark);
+  return grads;
 }
 
 Tensor UnpermuteGrad(NamedBuilder& nb, const Tensor& d_tkd, const Permutation& p) {

@@ -32,11 +32,19 @@ Permutation PermuteByExpert(NamedBuilder& nb, const Tensor& x, const Tensor& ids
 Tensor Unpermute(NamedBuilder& nb, const Tensor& rows, const Permutation& p, int64_t tokens,
                  int64_t k);
 
+// The residual roles (named_builder.h) of the weighted combine: its backward must read the
+// very expert outputs and weights the forward combined (known_bugs.md #17: TE's combine
+// backward read the shard-local pre-all-to-all expert outputs instead).
+inline constexpr char kExpertOutputsRole[] = "combine.expert_outputs";
+inline constexpr char kCombineWeightsRole[] = "combine.weights";
+
 // y[t] = Σ_k w[t,k]·r[t,k,:], accumulated in f32 (MaxText float32_weight_sum), result `out`.
+// Records r and w as the residuals above.
 Tensor WeightedCombine(NamedBuilder& nb, const Tensor& r_tkd, const Tensor& w_tk,
                        PrimitiveType out);
 
-// Backward of WeightedCombine: (dr TKD in dy's type, dw TK f32).
+// Backward of WeightedCombine: (dr TKD in dy's type, dw TK f32); r and w are read as the
+// residuals above.
 std::pair<Tensor, Tensor> WeightedCombineGrad(NamedBuilder& nb, const Tensor& r_tkd,
                                               const Tensor& w_tk, const Tensor& dy);
 

@@ -112,7 +112,7 @@ class RingOfExperts final : public MoeBackend {
     for (int64_t e = 1; e <= devices; ++e) {
       if (devices % e == 0 && spec.model.num_experts() % e == 0) ep = e;
     }
-    return Parallelism{.dp = devices / ep, .ep = ep};
+    return ExpertParallelWithFsdp(devices, ep, spec);
   }
 
   void Dispatch(StepState& s) const override {
@@ -133,6 +133,7 @@ class RingOfExperts final : public MoeBackend {
                           nb.Mul(MeshIndex(s, MeshAxis::kEp), nb.Scalar(kS32, e_l)));
     Tensor rolled = nb.Binary(Opcode::kRemainder, nb.Add(ids_g, shift), nb.Scalar(kS32, e));
     Permutation p = PermuteByExpert(nb, x_g, rolled, e);
+    DeclareGroupRows(p.group_sizes.op, GroupRows::kGatheredAssignments, 0);
     Tensor rows = p.rows;
     if (s.router.input_scale.op != nullptr) {
       // Llama 4: each sorted row is scaled by its assignment's σ(v).
@@ -148,17 +149,16 @@ class RingOfExperts final : public MoeBackend {
 
   void Experts(StepState& s) const override {
     NamedBuilder& nb = s.nb;
-    const BackendKnobs& knobs = s.spec.knobs;
     const KernelRows kr = GatheredRows(s.spec);
     const Tensor& gs = s.saved["roe.group_sizes"];
     const Tensor& rows = s.saved["roe.rows"];
-    Tensor h0 = GmmCall(s, rows, s.wi_0, gs, knobs.wi.fwd, /*transpose_rhs=*/false, kr);
-    Tensor h1 = GmmCall(s, rows, s.wi_1, gs, knobs.wi.fwd, /*transpose_rhs=*/false, kr);
+    Tensor h0 = GmmCall(s, rows, s.wi_0, gs, "wi.fwd", /*transpose_rhs=*/false, kr);
+    Tensor h1 = GmmCall(s, rows, s.wi_1, gs, "wi.fwd", /*transpose_rhs=*/false, kr);
     Tensor a = GatedActivation(nb, s.spec.model.proto().activation(), h0, h1);
     s.saved["roe.h0"] = h0;
     s.saved["roe.h1"] = h1;
     s.saved["roe.a"] = a;
-    s.saved["roe.out"] = GmmCall(s, a, s.wo, gs, knobs.wo.fwd, /*transpose_rhs=*/false, kr);
+    s.saved["roe.out"] = GmmCall(s, a, s.wo, gs, "wo.fwd", /*transpose_rhs=*/false, kr);
   }
 
   void Combine(StepState& s) const override {
@@ -182,21 +182,20 @@ class RingOfExperts final : public MoeBackend {
 
   void ExpertsBwd(StepState& s) const override {
     NamedBuilder& nb = s.nb;
-    const BackendKnobs& knobs = s.spec.knobs;
     const KernelRows kr = GatheredRows(s.spec);
     const int64_t groups = s.wo.size('E');
     const Tensor& gs = s.saved["roe.group_sizes"];
     const Tensor& d_out = s.saved["roe.d_out"];
     const Tensor& rows = s.saved["roe.rows"];
-    Tensor da = GmmCall(s, d_out, s.wo, gs, knobs.wo.dlhs, /*transpose_rhs=*/true, kr);
-    s.d_wo = TgmmCall(s, s.saved["roe.a"], d_out, gs, knobs.wo.drhs, kr, groups, s.wo.type());
+    Tensor da = GmmCall(s, d_out, s.wo, gs, "wo.dlhs", /*transpose_rhs=*/true, kr);
+    s.d_wo = TgmmCall(s, s.saved["roe.a"], d_out, gs, "wo.drhs", kr, groups, s.wo.type());
     auto [dh0, dh1] = GatedActivationGrad(nb, s.spec.model.proto().activation(), s.saved["roe.h0"],
                                           s.saved["roe.h1"], da);
-    s.d_wi_0 = TgmmCall(s, rows, dh0, gs, knobs.wi.drhs, kr, groups, s.wi_0.type());
-    s.d_wi_1 = TgmmCall(s, rows, dh1, gs, knobs.wi.drhs, kr, groups, s.wi_1.type());
+    s.d_wi_0 = TgmmCall(s, rows, dh0, gs, "wi.drhs", kr, groups, s.wi_0.type());
+    s.d_wi_1 = TgmmCall(s, rows, dh1, gs, "wi.drhs", kr, groups, s.wi_1.type());
     s.saved["roe.d_rows"] =
-        nb.Add(GmmCall(s, dh0, s.wi_0, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, kr),
-               GmmCall(s, dh1, s.wi_1, gs, knobs.wi.dlhs, /*transpose_rhs=*/true, kr));
+        nb.Add(GmmCall(s, dh0, s.wi_0, gs, "wi.dlhs", /*transpose_rhs=*/true, kr),
+               GmmCall(s, dh1, s.wi_1, gs, "wi.dlhs", /*transpose_rhs=*/true, kr));
   }
 
   void DispatchBwd(StepState& s) const override {

@@ -1,6 +1,6 @@
 // sparse_ragged_dot: top-k, argsort, repeat + gather, bincount, ragged-dot ×3, unpermute,
 // weighted sum (backends.md 1a.3 without the shard_map; jax.lax.ragged_dot). Dropless: the
-// M = T·K sorted rows are exactly covered by the groups. Data parallel only.
+// M = T·K sorted rows are exactly covered by the groups. Data parallel (and fsdp) only.
 //
 // Backward (what jax.grad of ragged_dot gives, lowered explicitly):
 //   combine_bwd  dr = dy ⊗ w, dw = Σ_D r·dy; d_out = dr in expert order
@@ -9,6 +9,7 @@
 //   permute_bwd  dx = scatter-add of d_rows by token
 #include "absl/strings/str_cat.h"
 #include "sim/lowering/backends_internal.h"
+#include "sim/lowering/checks.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
 
@@ -31,9 +32,14 @@ class SparseRaggedDot final : public MoeBackend {
     return absl::OkStatus();
   }
 
+  Parallelism DefaultParallelism(int64_t devices, const StepSpec& spec) const override {
+    return DataParallelWithFsdp(devices, spec);
+  }
+
   void Permute(StepState& s) const override {
     NamedBuilder& nb = s.nb;
     PermuteState p{PermuteByExpert(nb, s.x, s.router.ids, s.spec.model.num_experts())};
+    DeclareGroupRows(p.perm.group_sizes.op, GroupRows::kAssignments, 0);
     Tensor rows = p.perm.rows;
     if (s.router.input_scale.op != nullptr) {
       // Llama 4: each sorted row is scaled by its assignment's σ(v).

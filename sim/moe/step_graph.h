@@ -4,8 +4,12 @@
 //      \_____________________________________/^
 //   fwd_bwd adds the reverse: output -> combine_bwd -> experts_bwd -> dispatch_bwd ->
 //   permute_bwd -> router_bwd; output -> shared_expert_bwd; and grad_sync after all of them.
+//   With fsdp > 1, weight_gather (the weights all-gathered over fsdp) precedes router, experts
+//   and shared_expert, and weight_gather_bwd (gathered again after the forward) precedes
+//   experts_bwd, router_bwd and shared_expert_bwd.
 // Edges are labelled with the tensors that flow (ids, weights, rows, ...). Lowering walks the
-// stages in topological order; the cost report groups instructions by stage.
+// stages in topological order (ties by insertion order: the order of the list above); the cost
+// report groups instructions by stage.
 #ifndef PERFSIM_SIM_MOE_STEP_GRAPH_H_
 #define PERFSIM_SIM_MOE_STEP_GRAPH_H_
 
@@ -18,6 +22,7 @@
 namespace perfsim {
 
 enum class Stage {
+  kWeightGather,
   kRouter,
   kPermute,
   kDispatch,
@@ -25,6 +30,7 @@ enum class Stage {
   kCombine,
   kSharedExpert,
   kOutput,
+  kWeightGatherBwd,
   kCombineBwd,
   kExpertsBwd,
   kDispatchBwd,
@@ -34,10 +40,11 @@ enum class Stage {
   kGradSync,
 };
 
-// "router", "permute", ..., "grad_sync".
+// "weight_gather", "router", "permute", ..., "grad_sync".
 absl::string_view StageName(Stage stage);
 // The phase the report groups by: router, permute, dispatch, experts, combine, shared,
-// backward.
+// backward. The forward weight gather counts as experts (it fetches their weights: most of the
+// bytes), the backward one as backward.
 absl::string_view StagePhase(Stage stage);
 
 struct StepGraph {
@@ -45,7 +52,8 @@ struct StepGraph {
   std::vector<Stage> stages;  // stages[node]
 };
 
-// The stages `spec` needs: no shared-expert nodes without shared experts, no backward for fwd.
+// The stages `spec` needs: no shared-expert nodes without shared experts, no backward for fwd,
+// no weight gathers without fsdp.
 StepGraph BuildStepGraph(const StepSpec& spec);
 
 }  // namespace perfsim

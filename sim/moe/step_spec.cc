@@ -1,6 +1,7 @@
 #include "sim/moe/step_spec.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,16 @@ std::string ParallelismToString(const Parallelism& p) {
   return absl::StrCat("dp=", p.dp, ",ep=", p.ep, ",tp=", p.tp, ",fsdp=", p.fsdp);
 }
 
+const GmmTiling* TilingKnob(const BackendKnobs& knobs, absl::string_view role) {
+  const std::pair<absl::string_view, const GmmTiling*> roles[] = {
+      {"wi.fwd", &knobs.wi.fwd}, {"wi.dlhs", &knobs.wi.dlhs}, {"wi.drhs", &knobs.wi.drhs},
+      {"wo.fwd", &knobs.wo.fwd}, {"wo.dlhs", &knobs.wo.dlhs}, {"wo.drhs", &knobs.wo.drhs}};
+  for (const auto& [name, tiling] : roles) {
+    if (name == role) return tiling;
+  }
+  return nullptr;
+}
+
 StepSpec StepSpec::Defaults(ModelConfig model) {
   StepSpec spec{.model = std::move(model)};
   // MaxText's defaults (backends.md 1a): 512 rows, 1024 along embed and mlp, for every kernel.
@@ -65,15 +76,15 @@ absl::Status StepSpec::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("expected batch >= 1 and seq >= 1; got batch ", batch, ", seq ", seq));
   }
-  if (p.fsdp != 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "expected fsdp=1 (the lowerings do not model FSDP weight gathers yet); got fsdp=",
-        p.fsdp));
-  }
-  if (tokens() % (p.dp * p.ep) != 0) {
+  if (tokens() % token_shards() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "expected batch·seq divisible by dp·ep to split tokens over devices; got ", tokens(),
-        " tokens over dp·ep = ", p.dp * p.ep));
+        "expected batch·seq divisible by dp·fsdp·ep to split tokens over devices; got ", tokens(),
+        " tokens over dp·fsdp·ep = ", token_shards()));
+  }
+  if (model.d_model() % p.fsdp != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected D divisible by fsdp (FSDP shards every weight's D); got D = ",
+                     model.d_model(), ", fsdp = ", p.fsdp));
   }
   if (model.num_experts() % p.ep != 0) {
     return absl::InvalidArgumentError(absl::StrCat("expected E divisible by ep; got E = ",

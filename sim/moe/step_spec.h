@@ -7,11 +7,14 @@
 //   spec.backend = "ep_ragged_a2a";
 //   PERFSIM_RETURN_IF_ERROR(spec.Validate());
 //
-// Devices and sharding. The mesh is the axes (dp, ep, tp), major to minor: device
-// d = (dp_i·EP + ep_i)·TP + tp_i. Tokens (B·S, batch-major) are split over (dp, ep) jointly, so a
-// device holds T_l = B·S/(DP·EP) tokens; experts are split over ep (E_l = E/EP) and the expert
-// hidden dim F over tp (F_l = F/TP). Everything else is replicated. FSDP is not modelled by the
-// lowerings yet (a spec asking for it is refused by Validate).
+// Devices and sharding. The mesh is the axes (dp, fsdp, ep, tp), major to minor: device
+// d = ((dp_i·FSDP + fsdp_i)·EP + ep_i)·TP + tp_i (MaxText's order: data, fsdp, expert, tensor).
+// Tokens (B·S, batch-major) are split over (dp, fsdp, ep) jointly, so a device holds
+// T_l = B·S/(DP·FSDP·EP) tokens; experts are split over ep (E_l = E/EP) and the expert hidden
+// dim F over tp (F_l = F/TP). FSDP also shards every weight's model dimension D over fsdp
+// (MaxText's "embed" -> fsdp rule: wi [E, D/FSDP, F], wo [E, F, D/FSDP], router [D/FSDP, E],
+// shared expert [D/FSDP, H] and [H, D/FSDP]); the lowering all-gathers them before use and
+// reduce-scatters their gradients (sim/lowering/lowering.h). Everything else is replicated.
 #ifndef PERFSIM_SIM_MOE_STEP_SPEC_H_
 #define PERFSIM_SIM_MOE_STEP_SPEC_H_
 
@@ -74,6 +77,10 @@ struct BackendKnobs {
   int64_t fused_tile = 0;
 };
 
+// The tiling knob of a kernel role: "wi.fwd", "wi.dlhs", "wi.drhs", "wo.fwd", "wo.dlhs",
+// "wo.drhs"; nullptr for any other name.
+const GmmTiling* TilingKnob(const BackendKnobs& knobs, absl::string_view role);
+
 struct StepSpec {
   ModelConfig model;
   int64_t batch = 1;
@@ -89,11 +96,13 @@ struct StepSpec {
 
   int64_t tokens() const { return batch * seq; }
   int64_t num_devices() const { return parallelism.num_devices(); }
-  int64_t tokens_per_device() const { return tokens() / (parallelism.dp * parallelism.ep); }
+  // The axes tokens are split over: dp·fsdp·ep.
+  int64_t token_shards() const { return parallelism.dp * parallelism.fsdp * parallelism.ep; }
+  int64_t tokens_per_device() const { return tokens() / token_shards(); }
   int64_t experts_per_device() const { return model.num_experts() / parallelism.ep; }
   int64_t ffn_per_device() const { return model.expert_ffn_dim() / parallelism.tp; }
 
-  // Divisibility and support: B·S by DP·EP, E by EP, F by TP, no FSDP yet, a known phase.
+  // Divisibility: B·S by DP·FSDP·EP, E by EP, F by TP, D by FSDP, a known phase.
   // Errors read "expected X; got Y".
   absl::Status Validate() const;
 };

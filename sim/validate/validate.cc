@@ -9,6 +9,7 @@
 #include "sim/fit/module_fit.h"
 #include "sim/interp/interpreter.h"
 #include "sim/lowering/checks.h"
+#include "sim/validate/validate_internal.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -19,6 +20,8 @@ absl::string_view RoutingCaseName(RoutingCase routing) {
     case RoutingCase::kSkewed: return "skewed";
     case RoutingCase::kEmptyExperts: return "empty_experts";
     case RoutingCase::kOneExpert: return "one_expert";
+    case RoutingCase::kTinyScores: return "tiny_scores";
+    case RoutingCase::kAdversarial: return "adversarial";
   }
   return "?";
 }
@@ -30,7 +33,10 @@ std::vector<RoutingCase> AllRoutingCases() {
 
 absl::StatusOr<RoutingCase> ParseRoutingCase(absl::string_view text) {
   std::vector<std::string> names;
-  for (RoutingCase r : AllRoutingCases()) {
+  std::vector<RoutingCase> cases = AllRoutingCases();
+  cases.push_back(RoutingCase::kTinyScores);
+  cases.push_back(RoutingCase::kAdversarial);
+  for (RoutingCase r : cases) {
     if (RoutingCaseName(r) == text) return r;
     names.emplace_back(RoutingCaseName(r));
   }
@@ -120,32 +126,6 @@ double ToleranceFor(const StepSpec& spec) {
 
 namespace {
 
-// SplitMix64: a small, well-mixed stream; the same seed gives the same inputs everywhere.
-class Stream {
- public:
-  explicit Stream(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0; }
-
- private:
-  uint64_t state_;
-};
-
-int64_t AxisSize(const Parallelism& p, MeshAxis axis) {
-  return axis == MeshAxis::kDp ? p.dp : axis == MeshAxis::kEp ? p.ep : p.tp;
-}
-
-int64_t AxisCoord(const Parallelism& p, MeshAxis axis, int64_t device) {
-  const int64_t tp = device % p.tp, ep = (device / p.tp) % p.ep, dp = device / (p.tp * p.ep);
-  return axis == MeshAxis::kDp ? dp : axis == MeshAxis::kEp ? ep : tp;
-}
-
 // Start and size of device's block along each dim.
 void Block(const TensorSpec& spec, const Parallelism& p, int64_t device,
            std::vector<int64_t>* start, std::vector<int64_t>* size) {
@@ -154,8 +134,8 @@ void Block(const TensorSpec& spec, const Parallelism& p, int64_t device,
   for (size_t i = 0; i < spec.global_dims.size(); ++i) {
     int64_t index = 0, count = 1;
     for (MeshAxis axis : spec.split[i]) {
-      index = index * AxisSize(p, axis) + AxisCoord(p, axis, device);
-      count *= AxisSize(p, axis);
+      index = index * MeshAxisSize(p, axis) + MeshCoord(p, axis, device);
+      count *= MeshAxisSize(p, axis);
     }
     const int64_t block = spec.global_dims[i] / count;
     start->push_back(index * block);
@@ -191,6 +171,8 @@ std::vector<int64_t> Unravel(int64_t linear, const std::vector<int64_t>& dims) {
   return index;
 }
 
+}  // namespace
+
 std::string ModelKey(const StepSpec& spec) {
   return absl::StrCat(spec.model.proto().ShortDebugString(), "|", PhaseName(spec.phase), "|",
                       spec.batch, "x", spec.seq);
@@ -223,45 +205,6 @@ std::string IndexString(const std::vector<int64_t>& index) {
   return absl::StrCat("[", absl::StrJoin(index, ","), "]");
 }
 
-}  // namespace
-
-std::vector<Literal> MakeGlobalInputs(const LoweredStep& step, RoutingCase routing,
-                                      uint64_t seed) {
-  const int64_t d = step.spec.model.d_model(), f = step.spec.model.expert_ffn_dim();
-  std::vector<Literal> inputs;
-  for (size_t p = 0; p < step.parameters.size(); ++p) {
-    const TensorSpec& t = step.parameters[p];
-    Literal lit(Shape::Array(t.type, t.global_dims));
-    Stream stream(seed * 1000003 + p);
-    double scale = 1;
-    if (t.name == "wi_0" || t.name == "wi_1" || t.name == "ws_0" || t.name == "ws_1") {
-      scale = 1 / std::sqrt(static_cast<double>(d));
-    } else if (t.name == "wo" || t.name == "ws_o") {
-      scale = 1 / std::sqrt(static_cast<double>(f));
-    } else if (t.name == "router_bias") {
-      scale = 0.1;
-    }
-    for (int64_t i = 0; i < lit.element_count(); ++i) lit.SetFromDouble(i, stream.Uniform() * scale);
-    if (t.name == "x") {
-      for (int64_t row = 0; row < t.global_dims[0]; ++row) lit.SetFromDouble(row * d, 1.0);
-    }
-    if (t.name == "router_w") {
-      const int64_t e = t.global_dims[1];
-      for (int64_t j = 0; j < e; ++j) {
-        double offset = 0;
-        switch (routing) {
-          case RoutingCase::kRandom: break;
-          case RoutingCase::kSkewed: offset = 3.0 * j / e; break;
-          case RoutingCase::kEmptyExperts: offset = j % 3 == 0 ? -30 : 0; break;
-          case RoutingCase::kOneExpert: offset = j == e / 2 ? 30 : 0; break;
-        }
-        lit.SetFromDouble(j, lit.GetAsDouble(j) + offset);
-      }
-    }
-    inputs.push_back(std::move(lit));
-  }
-  return inputs;
-}
 
 Literal ShardOf(const Literal& global, const TensorSpec& spec, const Parallelism& p,
                 int64_t device) {
@@ -322,6 +265,112 @@ absl::StatusOr<const std::vector<Literal>*> ReferenceCache::Get(
   return &(outputs_[key] = std::move(result.outputs[0]));
 }
 
+
+bool ReferenceCache::FirstAdversarialRun(const std::string& module_key) {
+  return adversarial_done_.insert(module_key).second;
+}
+
+absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
+                                                  const std::vector<Literal>& global) {
+  const Parallelism& p = step.spec.parallelism;
+  const int64_t n = step.spec.num_devices();
+  std::vector<std::vector<Literal>> inputs(n);
+  for (int64_t device = 0; device < n; ++device) {
+    for (size_t i = 0; i < step.parameters.size(); ++i) {
+      inputs[device].push_back(ShardOf(global[i], step.parameters[i], p, device));
+    }
+  }
+  InterpreterOptions options;
+  options.num_devices = n;
+  PERFSIM_ASSIGN_OR_RETURN(RunResult run, RunModule(*step.module, inputs, options));
+  std::vector<Literal> outputs;
+  for (size_t o = 0; o < step.outputs.size(); ++o) {
+    std::vector<Literal> shards;
+    for (int64_t device = 0; device < n; ++device) shards.push_back(run.outputs[device][o]);
+    PERFSIM_ASSIGN_OR_RETURN(Literal global_output, Unshard(shards, step.outputs[o], p));
+    outputs.push_back(std::move(global_output));
+  }
+  return outputs;
+}
+
+namespace {
+
+// Whether `module` has a ragged-all-to-all whose receive buffer the lowering declared
+// (checks.h): the modules the adversarial routing exercises.
+bool HasDeclaredExchange(const Module& module) {
+  for (const auto& instruction : module.entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kRaggedAllToAll &&
+        !FrontendAttribute(instruction->attributes().frontend_attributes, "perfsim_receive")
+             .empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Compares every output with the reference; the first failure (a NaN/Inf where the
+// reference is finite, or an error over the tolerance) sets r.pass and r.message, prefixed
+// with `context`. Errors are appended to `errors` when given.
+void CompareAll(const LoweredStep& step, const std::vector<Literal>& got,
+                const std::vector<Literal>& want, absl::string_view context,
+                ValidationResult& r, std::vector<TensorError>* errors) {
+  for (size_t o = 0; o < step.outputs.size(); ++o) {
+    TensorError e = Compare(step.outputs[o], got[o], want[o]);
+    if (e.non_finite > 0 && r.pass) {
+      r.pass = false;
+      r.message = absl::StrCat(context, step.spec.backend, ": ", e.tensor, " has ", e.non_finite,
+                               " NaN/Inf values where the reference is finite, first at ",
+                               IndexString(e.index), " (got ", e.got, ", want ", e.want,
+                               "): an uninitialised (poisoned) buffer reached the output");
+    } else if (e.max_rel_error > r.tolerance && r.pass) {
+      r.pass = false;
+      r.message = absl::StrCat(context, step.spec.backend, ": ", e.tensor,
+                               " differs from dense_einsum at ", IndexString(e.index), ": got ",
+                               e.got, ", want ", e.want, " (relative error ", e.max_rel_error,
+                               " > ", r.tolerance, ")");
+    }
+    if (errors != nullptr) errors->push_back(std::move(e));
+  }
+}
+
+// The adversarial routing (validate.h) on `step`, once per module: a receive buffer too small
+// for it overflows in the interpreter's ragged-all-to-all, a wrong one shows in the numbers.
+void RunAdversarial(const LoweredStep& step, const ValidationCase& c, ReferenceCache& cache,
+                    ValidationResult& r) {
+  const StepSpec& spec = step.spec;
+  if (spec.model.d_model() <= spec.model.num_experts() || !HasDeclaredExchange(*step.module)) {
+    return;
+  }
+  const std::string key =
+      absl::StrCat(ModelKey(spec), "|adversarial|", ParallelismToString(spec.parallelism), "|",
+                   spec.knobs.align_size, "|", c.seed);
+  if (!cache.FirstAdversarialRun(absl::StrCat(spec.backend, "|", key))) return;
+  const int64_t ep = spec.parallelism.ep, e_l = spec.experts_per_device();
+  const std::string context = absl::StrCat(
+      "adversarial routing (every token to ep shard ", ep - 1, ", experts ", (ep - 1) * e_l, "..",
+      ep * e_l - 1,
+      spec.knobs.align_size > 1
+          ? absl::StrCat(", per-expert counts ≡ 1 mod ", spec.knobs.align_size, " where possible")
+          : "",
+      "): ");
+  std::vector<Literal> global = MakeGlobalInputs(step, RoutingCase::kAdversarial, c.seed);
+  absl::StatusOr<const std::vector<Literal>*> want = cache.Get(spec, global, key);
+  if (!want.ok()) {
+    r.pass = false;
+    r.message = absl::StrCat(context, "reference: ", want.status().message());
+    return;
+  }
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global);
+  if (!got.ok()) {
+    r.pass = false;
+    r.message = absl::StrCat(context, "run: ", got.status().message());
+    return;
+  }
+  CompareAll(step, *got, **want, context, r, nullptr);
+}
+
+}  // namespace
+
 ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& c,
                                  ReferenceCache& cache) {
   const StepSpec& spec = step.spec;
@@ -330,6 +379,7 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
                      .routing = std::string(RoutingCaseName(c.routing)),
                      .phase = std::string(PhaseName(spec.phase)),
                      .devices = spec.num_devices(),
+                     .parallelism = spec.parallelism,
                      .tolerance = ToleranceFor(spec)};
   auto fail = [&](std::string message) {
     r.pass = false;
@@ -349,38 +399,16 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
                                        c.seed);
   absl::StatusOr<const std::vector<Literal>*> want = cache.Get(spec, global, key);
   if (!want.ok()) return fail(absl::StrCat("reference: ", want.status().message()));
-  const int64_t n = spec.num_devices();
-  std::vector<std::vector<Literal>> inputs(n);
-  for (int64_t device = 0; device < n; ++device) {
-    for (size_t p = 0; p < step.parameters.size(); ++p) {
-      inputs[device].push_back(ShardOf(global[p], step.parameters[p], spec.parallelism, device));
-    }
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global);
+  if (!got.ok()) {
+    // An unsharding error (replicas that disagree) is a wrong result, not a failed run.
+    const bool replicas = got.status().code() == absl::StatusCode::kInternal;
+    return fail(replicas ? std::string(got.status().message())
+                         : absl::StrCat("run: ", got.status().message()));
   }
-  InterpreterOptions options;
-  options.num_devices = n;
-  absl::StatusOr<RunResult> run = RunModule(*step.module, inputs, options);
-  if (!run.ok()) return fail(absl::StrCat("run: ", run.status().message()));
   r.pass = true;
-  for (size_t o = 0; o < step.outputs.size(); ++o) {
-    std::vector<Literal> shards;
-    for (int64_t device = 0; device < n; ++device) shards.push_back(run->outputs[device][o]);
-    absl::StatusOr<Literal> got = Unshard(shards, step.outputs[o], spec.parallelism);
-    if (!got.ok()) return fail(std::string(got.status().message()));
-    TensorError e = Compare(step.outputs[o], *got, (**want)[o]);
-    if (e.non_finite > 0 && r.pass) {
-      r.pass = false;
-      r.message = absl::StrCat(spec.backend, ": ", e.tensor, " has ", e.non_finite,
-                               " NaN/Inf values where the reference is finite, first at ",
-                               IndexString(e.index), " (got ", e.got, ", want ", e.want,
-                               "): an uninitialised (poisoned) buffer reached the output");
-    } else if (e.max_rel_error > r.tolerance && r.pass) {
-      r.pass = false;
-      r.message = absl::StrCat(spec.backend, ": ", e.tensor, " differs from dense_einsum at ",
-                               IndexString(e.index), ": got ", e.got, ", want ", e.want,
-                               " (relative error ", e.max_rel_error, " > ", r.tolerance, ")");
-    }
-    r.errors.push_back(std::move(e));
-  }
+  CompareAll(step, *got, **want, "", r, &r.errors);
+  if (r.pass && c.routing != RoutingCase::kAdversarial) RunAdversarial(step, c, cache, r);
   return r;
 }
 
@@ -390,6 +418,7 @@ ValidationResult ValidateCase(const ValidationCase& c, ReferenceCache& cache) {
                      .routing = std::string(RoutingCaseName(c.routing)),
                      .phase = std::string(PhaseName(c.spec.phase)),
                      .devices = c.spec.num_devices(),
+                     .parallelism = c.spec.parallelism,
                      .tolerance = ToleranceFor(c.spec)};
   absl::StatusOr<ModelConfig> model = WithRouter(c.spec.model, c.router);
   if (!model.ok()) {
@@ -419,173 +448,6 @@ ValidationResult ValidateCase(const ValidationCase& c, ReferenceCache& cache) {
     result.message = result.message.empty() ? note : absl::StrCat(result.message, " (", note, ")");
   }
   return result;
-}
-
-}  // namespace perfsim
-
-namespace perfsim {
-
-std::vector<ValidationResult> RunSuite(const SuiteOptions& options) {
-  std::vector<std::string> backends = options.backends;
-  if (backends.empty()) {
-    for (const MoeBackend* b : Backends()) backends.emplace_back(b->name());
-  }
-  std::vector<RouterFamily> routers =
-      options.routers.empty() ? AllRouterFamilies() : options.routers;
-  std::vector<RoutingCase> routings =
-      options.routings.empty() ? AllRoutingCases() : options.routings;
-  std::vector<Phase> phases = options.phases.empty()
-                                  ? std::vector<Phase>{Phase::kForward, Phase::kForwardBackward}
-                                  : options.phases;
-  std::vector<int64_t> devices =
-      options.devices.empty() ? std::vector<int64_t>{1, 2, 4, 8} : options.devices;
-  if (options.parallelism.has_value()) devices = {options.parallelism->num_devices()};
-  ReferenceCache cache;
-  std::vector<ValidationResult> results;
-  for (const std::string& name : backends) {
-    absl::StatusOr<const MoeBackend*> backend = FindBackend(name);
-    for (int64_t n : devices) {
-      for (Phase phase : phases) {
-        for (RouterFamily router : routers) {
-          for (RoutingCase routing : routings) {
-            ValidationCase c{.spec = options.base, .router = router, .routing = routing,
-                             .seed = options.seed, .chip = options.chip};
-            c.spec.backend = name;
-            c.spec.phase = phase;
-            if (backend.ok()) {
-              c.spec.parallelism = options.parallelism.has_value()
-                                       ? *options.parallelism
-                                       : (*backend)->DefaultParallelism(n, c.spec);
-            }
-            if (absl::Status valid = c.spec.Validate(); !valid.ok() && backend.ok()) {
-              ValidationResult r{.backend = name,
-                                 .router = std::string(RouterFamilyName(router)),
-                                 .routing = std::string(RoutingCaseName(routing)),
-                                 .phase = std::string(PhaseName(phase)),
-                                 .devices = n,
-                                 .skipped = true,
-                                 .message = std::string(valid.message())};
-              results.push_back(std::move(r));
-              continue;
-            }
-            results.push_back(ValidateCase(c, cache));
-          }
-        }
-      }
-    }
-  }
-  return results;
-}
-
-ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
-                                   RoutingCase routing, uint64_t seed) {
-  ValidationResult r{.backend = "hlo",
-                     .router = "model",
-                     .routing = std::string(RoutingCaseName(routing)),
-                     .phase = "fwd",
-                     .devices = spec.num_devices(),
-                     .tolerance = ToleranceFor(spec)};
-  // The layout of the module's parameters: the reference's, with the user's parallelism.
-  StepSpec layout = spec;
-  layout.backend = "dense_einsum";
-  layout.phase = Phase::kForward;
-  layout.parallelism = Parallelism{};
-  absl::StatusOr<LoweredStep> ref = LowerStep(layout);
-  if (!ref.ok()) {
-    r.message = std::string(ref.status().message());
-    return r;
-  }
-  LoweredStep step{.spec = spec, .module = std::move(module)};
-  step.spec.phase = Phase::kForward;
-  step.spec.backend = "hlo";
-  // Order x, router_w, wi_0, wi_1, wo, [router_bias]: the bias moves after the weights.
-  std::vector<TensorSpec> params;
-  const TensorSpec* bias = nullptr;
-  for (const TensorSpec& t : ref->parameters) {
-    if (t.name == "router_bias") {
-      bias = &t;
-      continue;
-    }
-    if (t.name == "ws_0" || t.name == "ws_1" || t.name == "ws_o") continue;
-    params.push_back(t);
-  }
-  if (bias != nullptr) params.push_back(*bias);
-  for (TensorSpec& t : params) {
-    const std::vector<MeshAxis> tokens = {MeshAxis::kDp, MeshAxis::kEp};
-    if (t.name == "x") t.split = {tokens, {}};
-    if (t.name == "wi_0" || t.name == "wi_1" || t.name == "wo") {
-      t.split = {{MeshAxis::kEp}, {}, {}};
-    }
-  }
-  step.parameters = params;
-  step.outputs = {ref->outputs[0]};
-  const Computation* entry = step.module->entry();
-  if (entry == nullptr || entry->parameter_count() != static_cast<int64_t>(params.size())) {
-    r.message = absl::StrCat("expected an entry computation with ", params.size(),
-                             " parameters (x, router_w, wi_0, wi_1, wo",
-                             bias != nullptr ? ", router_bias" : "", "); got ",
-                             entry == nullptr ? 0 : entry->parameter_count());
-    return r;
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    std::vector<int64_t> local = params[i].global_dims;
-    for (size_t d = 0; d < local.size(); ++d) {
-      for (MeshAxis axis : params[i].split[d]) local[d] /= AxisSize(spec.parallelism, axis);
-    }
-    const Shape& shape = entry->parameter(i)->shape();
-    if (shape.dimensions() != local) {
-      r.message = absl::StrCat("parameter ", i, " (", params[i].name, ", ", params[i].dims,
-                               "): expected per-device shape [", absl::StrJoin(local, ","),
-                               "] for model ", spec.model.name(), " and ",
-                               ParallelismToString(spec.parallelism), "; got ",
-                               shape.ToString(false));
-      return r;
-    }
-  }
-  ReferenceCache cache;
-  ValidationCase c{.spec = layout, .router = RouterFamily::kModel, .routing = routing,
-                   .seed = seed};
-  // The reference is computed from the layout spec's parameter order; map inputs by name.
-  std::vector<Literal> global = MakeGlobalInputs(*ref, routing, seed);
-  absl::flat_hash_map<std::string, const Literal*> by_name;
-  for (size_t i = 0; i < ref->parameters.size(); ++i) by_name[ref->parameters[i].name] = &global[i];
-  absl::StatusOr<const std::vector<Literal>*> want =
-      cache.Get(layout, global, "hlo");
-  if (!want.ok()) {
-    r.message = absl::StrCat("reference: ", want.status().message());
-    return r;
-  }
-  const int64_t n = spec.num_devices();
-  std::vector<std::vector<Literal>> inputs(n);
-  for (int64_t device = 0; device < n; ++device) {
-    for (const TensorSpec& t : params) {
-      inputs[device].push_back(ShardOf(*by_name[t.name], t, spec.parallelism, device));
-    }
-  }
-  InterpreterOptions options;
-  options.num_devices = n;
-  absl::StatusOr<RunResult> run = RunModule(*step.module, inputs, options);
-  if (!run.ok()) {
-    r.message = absl::StrCat("run: ", run.status().message());
-    return r;
-  }
-  std::vector<Literal> shards;
-  for (int64_t device = 0; device < n; ++device) shards.push_back(run->outputs[device][0]);
-  absl::StatusOr<Literal> got = Unshard(shards, step.outputs[0], spec.parallelism);
-  if (!got.ok()) {
-    r.message = std::string(got.status().message());
-    return r;
-  }
-  TensorError e = Compare(step.outputs[0], *got, (**want)[0]);
-  r.pass = e.non_finite == 0 && e.max_rel_error <= r.tolerance;
-  if (!r.pass) {
-    r.message = absl::StrCat("y differs from the reference at ", IndexString(e.index), ": got ",
-                             e.got, ", want ", e.want, " (relative error ", e.max_rel_error,
-                             e.non_finite > 0 ? absl::StrCat(", ", e.non_finite, " NaN/Inf") : "",
-                             ")");
-  }
-  r.errors.push_back(std::move(e));
-  return r;
 }
 
 }  // namespace perfsim

@@ -9,11 +9,19 @@
 // the seed: x uniform in [-1, 1) with feature 0 fixed to 1 (so router column 0 acts as a
 // per-expert logit offset the routing cases steer); router_w uniform in [-1, 1); bias uniform in
 // [-0.1, 0.1); wi_* uniform in [-1, 1)/√D, wo and ws_o uniform in [-1, 1)/√F; dy uniform.
-// Routing cases add to router_w[0, e]:
+// Routing cases add to router_w[0, e] (the first four are the default sweep, AllRoutingCases):
 //   random        nothing
 //   skewed        +3·e/E                 (uneven group sizes)
 //   empty_experts −30 for every third e  (those experts get no tokens)
 //   one_expert    +30 for e = E/2        (every token picks it; the other K−1 picks are random)
+//   tiny_scores   −18.4 for every e      (sigmoid scores around 1e-8, known_bugs.md #28)
+//   adversarial   every token picks K experts of the last ep shard, and each sender's count per
+//                 expert is ≡ 1 mod align_size where the counts allow it (AdversarialPicks):
+//                 the receive buffers' worst case (known_bugs.md #10). x's features 1..E carry
+//                 the picks (1 or 0) and router_w is −30 on row 0 and +60 at [1 + e, e], so
+//                 every router family picks exactly them (needs D > E).
+// ValidateLowered runs `adversarial` itself, once per module, on every module with a declared
+// ragged-all-to-all (after the case's own routing passes).
 //
 // Error metric, per tensor: max_i |got_i − want_i| / max_i |want_i| (the ∞-norm relative
 // error), with the index of the largest |got − want|. A NaN or Inf where the reference is finite
@@ -25,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,10 +46,18 @@
 
 namespace perfsim {
 
-enum class RoutingCase { kRandom, kSkewed, kEmptyExperts, kOneExpert };
+enum class RoutingCase { kRandom, kSkewed, kEmptyExperts, kOneExpert, kTinyScores, kAdversarial };
 absl::string_view RoutingCaseName(RoutingCase routing);
+// Any of the six names.
 absl::StatusOr<RoutingCase> ParseRoutingCase(absl::string_view text);
+// The default sweep: random, skewed, empty_experts, one_expert.
 std::vector<RoutingCase> AllRoutingCases();
+
+// The K experts each of a device's T_l tokens picks under the adversarial routing: all on the
+// last ep shard's E_l experts (and, when K > E_l, the next experts after them), each expert's
+// count c ≤ T_l the largest c ≡ 1 mod A that still lets the later experts take the rest;
+// filled column-major into the [T_l, K] grid so that no token picks an expert twice.
+std::vector<std::vector<int64_t>> AdversarialPicks(const StepSpec& spec);
 
 // A router family to validate with: the model's router replaced by one of each kind.
 enum class RouterFamily { kModel, kSoftmaxTopK, kSoftmaxTopKNorm, kTopKSoftmax, kSigmoidGrouped,
@@ -66,6 +83,7 @@ struct ValidationResult {
   std::string routing;
   std::string phase;
   int64_t devices = 1;
+  Parallelism parallelism;     // how the devices were used
   bool pass = false;
   bool skipped = false;        // the backend does not support the combination
   double tolerance = 0;
@@ -89,14 +107,18 @@ struct ValidationCase {
 double ToleranceFor(const StepSpec& spec);
 
 // Reference outputs, cached by (model, phase, tokens, routing, seed).
+// Also remembers which modules have had their adversarial run (once per module).
 class ReferenceCache {
  public:
   absl::StatusOr<const std::vector<Literal>*> Get(const StepSpec& spec,
                                                   const std::vector<Literal>& inputs,
                                                   const std::string& key);
+  // True the first time `module_key` is asked for.
+  bool FirstAdversarialRun(const std::string& module_key);
 
  private:
   std::map<std::string, std::vector<Literal>> outputs_;
+  std::set<std::string> adversarial_done_;
 };
 
 // Global inputs for `step`'s parameters.
@@ -138,10 +160,15 @@ struct SuiteOptions {
 
 std::vector<ValidationResult> RunSuite(const SuiteOptions& options);
 
-// `perfsim validate --hlo`: a user's module whose entry parameters are x, router_w, wi_0, wi_1,
-// wo (then router_bias if the model has one) and whose output is y [tokens, D], compared with
-// the reference MoE of `spec.model` (dims taken from the module must match the model's).
-// `spec.parallelism` says how the module's inputs are sharded (x over dp·ep, experts over ep).
+// `perfsim validate --hlo`: a user's module compared with the reference MoE of `spec.model`.
+// Entry parameters in the order: x [T_l, D], router_w [D, E], wi_0 [E_l, D, F],
+// wi_1 [E_l, D, F], wo [E_l, F, D], then the optional extras the model implies: the expert
+// (score-correction) bias router_bias [E] when the router has one, and the shared expert
+// ws_0 [D, H], ws_1 [D, H], ws_o [H, D] when the model has one — the order LowerStep uses, so
+// `perfsim lower --phase fwd` output validates as is. Output y [tokens, D] (the first element
+// of a tuple root). `spec.parallelism` says how the inputs are sharded: x over dp·fsdp·ep,
+// experts over ep, every weight's D over fsdp (F is never split). Dims taken from the module
+// must match the model's.
 ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
                                    RoutingCase routing, uint64_t seed);
 

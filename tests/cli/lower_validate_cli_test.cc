@@ -48,7 +48,7 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   EXPECT_THAT(r.err, HasSubstr("unknown backend 'nope'; known: dense_einsum"));
   r = RunCli({"lower", "--backend", "dense_einsum", "--parallelism", "ep=5"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("expected batch·seq divisible by dp·ep"));
+  EXPECT_THAT(r.err, HasSubstr("expected batch·seq divisible by dp·fsdp·ep"));
   r = RunCli({"lower", "--batch", "x"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--batch: expected a positive integer; got 'x'"));
@@ -65,6 +65,7 @@ TEST(ValidateCliTest, JsonHasTheContractFields) {
   EXPECT_THAT(r.out, HasSubstr("{\"results\": ["));
   EXPECT_THAT(r.out, HasSubstr("\"backend\": \"sparse_ragged_dot\", \"router\": \"topk_softmax\", "
                                "\"routing\": \"skewed\", \"phase\": \"fwd_bwd\", \"devices\": 2, "
+                               "\"parallelism\": {\"dp\": 2, \"fsdp\": 1, \"ep\": 1, \"tp\": 1}, "
                                "\"status\": \"pass\""));
   EXPECT_THAT(r.out, HasSubstr("{\"tensor\": \"d_wo\", \"max_rel_error\": "));
   EXPECT_THAT(r.out, HasSubstr("\"message\": \"\""));

@@ -323,27 +323,29 @@ ENTRY main {
   EXPECT_THAT(r.err, HasSubstr("infeed"));
 }
 
-TEST(RunCommandErrors, MemoryBudgetExceededDuringTheRun) {
+TEST(RunCommandErrors, MemoryBudgetBelowThePlannedNeedIsRefusedBeforeTheRun) {
   // The five inputs are 64*24 + 24*16 + 3 * 16*24*40 = 48,000 floats = 192,000 bytes, so a
   // budget of 250,000 bytes admits them; the intermediates (a [128, 40] f32 activation alone is
-  // 20,480 bytes; the measured peak is 289.1 KiB) then exceed it inside the interpreter.
+  // 20,480 bytes) do not fit beside them. The static plan (sim/interp/memory_plan.h) sees it
+  // before anything runs and names the instruction at the peak.
   CliResult r = RunCli({"run", kRaggedFwd, "--memory-budget", "250KB"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_THAT(r.err, HasSubstr("moe_ragged_dot_fwd.compiled.hlo: run failed:"));
-  EXPECT_THAT(r.err, HasSubstr("memory budget of 250000 bytes"));
+  EXPECT_THAT(r.err, HasSubstr("moe_ragged_dot_fwd.compiled.hlo: memory budget: the run needs "));
+  EXPECT_THAT(r.err, HasSubstr("(inputs 192000 + 1 device x "));
+  EXPECT_THAT(r.err, HasSubstr("budget 250000 bytes: expected a need within the budget"));
   EXPECT_EQ(RunCli({"run", kRaggedFwd, "--memory-budget", "1MiB"}).code, kExitOk);
 }
 
 TEST(RunCommandErrors, MemoryBudgetBelowTheRandomInputs) {
   CliResult r = RunCli({"run", kRaggedFwd, "--memory-budget", "100KiB"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_THAT(r.err, HasSubstr("expected random inputs within the memory budget of 102400 "
-                               "bytes; got 192000 bytes on each of 1 devices"));
+  EXPECT_THAT(r.err, HasSubstr("(inputs 192000 + 1 device x "));
+  EXPECT_THAT(r.err, HasSubstr("budget 102400 bytes: expected a need within the budget"));
 }
 
 TEST(RunCommandErrors, RandomInputsBeyondTheBudgetAreRefusedBeforeAllocation) {
-  // 2^31 floats = 8 GiB of input, twice the default budget of 4 GiB; the test would run out of
-  // memory (or take minutes) if the inputs were made first.
+  // 2^31 floats = 8 GiB of input and 8 GiB of result, four times the default budget of 4 GiB;
+  // the test would run out of memory (or take minutes) if the inputs were made first.
   CliResult r = RunCli({"run", "-"}, R"(HloModule huge
 
 ENTRY main {
@@ -352,8 +354,8 @@ ENTRY main {
 }
 )");
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_THAT(r.err, HasSubstr("expected random inputs within the memory budget of 4294967296 "
-                               "bytes; got 8589934592 bytes on each of 1 devices"));
+  EXPECT_THAT(r.err, HasSubstr("the run needs 17179869184 bytes (inputs 8589934592 + 1 device x "
+                               "8589934592, peaking at n); budget 4294967296 bytes"));
 }
 
 TEST(RunCommandErrors, BadFlagValues) {

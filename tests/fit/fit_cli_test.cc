@@ -96,11 +96,62 @@ TEST(FitCli, SearchFindsAFittingTilingAndListsRunnersUp) {
                "--dtype", "bf16", "--search", "--top", "3", "--format", "json"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
   const google::protobuf::Value json = ParseJson(run.out);
-  EXPECT_TRUE(Field(json, "fits").bool_value());
   EXPECT_EQ(Field(Field(json, "search"), "candidates").number_value(), 12 * 56 * 16);
-  EXPECT_TRUE(Field(Field(json, "best"), "fits").bool_value());
-  EXPECT_LE(Field(Field(json, "best"), "required_bytes").number_value(), 33554432);
+  EXPECT_THAT(Field(Field(json, "search"), "cost_model").string_value(),
+              HasSubstr("CostGroupedMatmul"));
+  // The fields, at top level, for the chosen tiling.
+  EXPECT_TRUE(Field(json, "fits").bool_value());
+  const double required = Field(json, "required_bytes").number_value();
+  EXPECT_GT(required, 0);
+  EXPECT_LE(required, 33554432);
+  EXPECT_EQ(Field(json, "limit_bytes").number_value(), 33554432);
+  EXPECT_EQ(Field(json, "physical_bytes").number_value(), 67108864);
+  EXPECT_EQ(Field(json, "margin_bytes").number_value(), 33554432 - required);
+  EXPECT_EQ(Field(json, "tiling").list_value().values_size(), 3);
+  EXPECT_GT(Field(json, "estimated_seconds").number_value(), 0);
+  double buffer_bytes = 0;
+  for (const google::protobuf::Value& b : Field(json, "buffers").list_value().values()) {
+    if (Field(b, "memory").string_value() == "VMEM")
+      buffer_bytes += Field(b, "bytes").number_value();
+  }
+  EXPECT_EQ(buffer_bytes, required);
   EXPECT_EQ(Field(json, "runners_up").list_value().values_size(), 3);
+}
+
+TEST(FitCli, SearchJsonWithNothingFittingReportsTheSmallestFootprintAtTopLevel) {
+  // fused_ffn_d_tiled on DeepSeek-V3 (search_test.cc derives the smallest footprint, tiling
+  // (8, 128, 2048), 119021568 B).
+  const CliRun run =
+      Perfsim({"fit", "--kernel", "fused_ffn_d_tiled", "--hw", "tpu_v7x", "--shape",
+               "16384,7168,2048,256", "--dtype", "bf16", "--search", "--format=json"});
+  EXPECT_EQ(run.code, kExitCheckFailed) << run.err;
+  const google::protobuf::Value json = ParseJson(run.out);
+  EXPECT_FALSE(Field(json, "fits").bool_value());
+  EXPECT_EQ(Field(json, "required_bytes").number_value(), 119021568);
+  EXPECT_EQ(Field(Field(json, "search"), "fitting").number_value(), 0);
+  EXPECT_EQ(Field(json, "runners_up").list_value().values_size(), 0);
+}
+
+TEST(FitCli, WithoutTilingUsesTheKernelsDefault) {
+  // megablox's default (128, 128, 128) in bf16: lhs, rhs, out 2 × 32 KiB each and acc
+  // 128·128·4 = 64 KiB: 256 KiB (backends.md 1b, "JAX default (128,128,128) bf16 gmm").
+  const CliRun run = Perfsim({"fit", "--kernel", "gmm", "--hw", "tpu_v5p", "--shape",
+                              "16384,1024,1024,8", "--dtype", "bf16"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("tiling (128, 128, 128) (no --tiling: megablox's default"));
+  EXPECT_THAT(run.out, HasSubstr("VMEM required    256 KiB (262144 B)"));
+  // Clamped to small dimensions: m = 64 gives tm = 64.
+  const CliRun small = Perfsim({"fit", "--kernel", "tgmm", "--hw", "tpu_v5p", "--shape",
+                                "64,1024,1024,8", "--dtype", "bf16", "--format=json"});
+  EXPECT_EQ(small.code, kExitOk) << small.err;
+  const google::protobuf::Value json = ParseJson(small.out);
+  EXPECT_EQ(Field(json, "tiling").list_value().values(0).number_value(), 64);
+  EXPECT_THAT(Field(json, "tiling_source").string_value(), HasSubstr("megablox"));
+  // The fused FFN's default is what fused_expert_ffn emits: (512, D, 1024) over F.
+  const CliRun ffn = Perfsim({"fit", "--kernel", "fused_ffn_f_tiled", "--hw", "tpu_v7x", "--shape",
+                              "16384,7168,2048,256", "--dtype", "bf16"});
+  EXPECT_THAT(ffn.out, HasSubstr("tiling (512, 7168, 1024) (no --tiling: perfsim's "
+                                 "fused_expert_ffn default"));
 }
 
 TEST(FitCli, SearchWithNothingFittingExitsOneAndShowsTheClosestMiss) {
@@ -126,7 +177,10 @@ TEST(FitCli, BadInputExitsTwoWithExpectedGot) {
   const std::vector<Case> cases = {
       {with({"--kernel", "gmm3", "--tiling", "128,128,128"}),
        "--kernel: expected one of gmm, tgmm, gmm_v2"},
-      {with({"--kernel", "gmm"}), "fit: expected exactly one of --tiling and --search"},
+      {with({"--kernel", "gmm", "--tiling", "128,128,128", "--search"}),
+       "fit: expected at most one of --tiling and --search; got both"},
+      {with({"--kernel", "gmm_v2"}), "fit: gmm_v2 has no fixed default"},
+      {with({"--kernel", "ragged_gather"}), "expected --tiling or --search; got neither"},
       {with({"--kernel", "gmm", "--tiling", "128,128"}),
        "--tiling: expected tm,tk,tn as positive integers; got '128,128'"},
       {with({"--kernel", "gmm", "--tiling", "128,128,128", "--stages", "3"}),

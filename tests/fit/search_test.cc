@@ -1,10 +1,12 @@
-// Tiling search: candidates are legal, the winner is the fastest fitting one by the proxy, the
-// proxy's traffic model matches hand-derived byte counts.
+// Tiling search: candidates are legal, the winner is the fastest fitting one by the cost model
+// (grouped matmuls) or the proxy (ragged gather, GPU tile), the estimates match hand-derived
+// byte counts.
 #include <algorithm>
 #include <cstdint>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/cost/grouped_matmul.h"
 #include "sim/fit/fit_report.h"
 #include "sim/fit/tiling_cost.h"
 #include "sim/fit/tiling_search.h"
@@ -135,38 +137,105 @@ TEST(FitSearch, VmemLimitOverrideNarrowsTheSearch) {
   EXPECT_EQ(r.best->limit_bytes, 4 * kMiB);
 }
 
-TEST(FitCost, GroupedMatmulTrafficMatchesTheBlockFetches) {
-  // gmm m = 1024, k = 256, n = 256, 2 groups, bf16, tm = 512, tn = 256: tiles_m = 2, active
-  // m-tiles = 2 + 2 - 1 = 3 (one tile straddles the group boundary), tiles_n = 1.
-  // tk = 256 (tiles_k = 1): lhs 3·512·256·2 = 786432; rhs fetched once per group
-  //   2·256·256·2 = 262144; out 3·512·256·2 = 786432 -> 1835008 B, 3 grid steps.
-  // tk = 128 (tiles_k = 2): lhs 6·512·128·2 = 786432; rhs re-streamed per active tile
-  //   3·2·128·256·2 = 393216; out 786432 -> 1966080 B, 6 grid steps.
+TEST(FitCost, GroupedMatmulIsPricedByTheCostModelWithUnknownGroupSizes) {
+  // gmm m = 1024, k = 256, n = 256, 2 groups, bf16, tm = 512, tn = 256, group sizes unknown:
+  // tiles_m = 2, visited m-tiles = tiles_m + G - 1 = 3 (the group boundary inside a tile),
+  // distinct = 2, tiles_n = 1 (grouped_matmul.h's traffic rules).
+  // tk = 256 (tiles_k = 1): lhs 1·2·512·256·2 = 524288; rhs once per group 2·256·256·2 =
+  //   262144; out 2·512·256·2 = 524288 -> 1310720 B; 3 grid steps.
+  // tk = 128 (tiles_k = 2): lhs 1·3·512·256·2 = 786432; rhs re-read per visited m-tile
+  //   3·256·256·2 = 393216; out 524288 -> 1703936 B; 6 grid steps.
+  // Executed work, whole tiles: 3 visited × 2·512·256·256 = 201326592 FLOP either way.
   const Chip chip = LoadChip("tpu_v5p");
   const KernelProblem p = Problem(KernelKind::kGmm, {1024, 256, 256, 2}, kBf16);
+  ASSERT_TRUE(PricedByCostModel(p.kernel));
   const TilingCostEstimate whole_k = EstimateTilingCost(p, Tiling{512, 256, 256}, chip);
   const TilingCostEstimate split_k = EstimateTilingCost(p, Tiling{512, 128, 256}, chip);
-  EXPECT_EQ(whole_k.hbm_bytes, 1835008);
+  EXPECT_EQ(whole_k.hbm_bytes, 1310720);
   EXPECT_EQ(whole_k.grid_steps, 3);
-  EXPECT_EQ(split_k.hbm_bytes, 1966080);
-  EXPECT_EQ(split_k.grid_steps, 6);
-  // Work: 3 steps × 2·512·256·256 FLOP (128x128 MXU, no padding) = 201326592 FLOP.
   EXPECT_EQ(whole_k.flops, 201326592);
-  // v5p: 4.59e14 FLOP/s, 2.765e12 B/s, one device per chip; time = max(compute, memory) +
-  // 3 × 0.35 us.
-  EXPECT_DOUBLE_EQ(whole_k.seconds,
-                   std::max(201326592 / 4.59e14, 1835008 / 2.765e12) + 3 * 0.35e-6);
+  EXPECT_EQ(split_k.hbm_bytes, 1703936);
+  EXPECT_EQ(split_k.grid_steps, 6);
+  EXPECT_EQ(split_k.flops, 201326592);
+  // The time is the cost model's for the same call (no group sizes).
+  GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm,
+                         .m = 1024,
+                         .k = 256,
+                         .n = 256,
+                         .num_groups = 2,
+                         .tm = 512,
+                         .tk = 256,
+                         .tn = 256,
+                         .lhs_type = kBf16,
+                         .rhs_type = kBf16,
+                         .out_type = kBf16};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+  EXPECT_EQ(whole_k.seconds, cost.seconds);
+  EXPECT_EQ(whole_k.memory_seconds, cost.memory_seconds);
+  EXPECT_GT(whole_k.seconds, 0);
 }
 
-TEST(FitCost, V7xMxuPadsNarrowTilesTo256) {
-  // On v7x (256×256 MXU) a tn = 128 block costs as much MXU work as tn = 256: flops per step
-  // 2·tm·256·256 either way for tk = 256.
+TEST(FitCost, WeightReReadsMakeASplitKSlowerWhenMemoryBound) {
+  // One token row per expert region is the memory-bound decode case: m = 256 rows, 64 groups,
+  // k = 7168, n = 2048, bf16, tm = 8. With tk = k each expert's [k, tn] weight is read once
+  // per n tile; with tk = 1024 it is re-read for each of the tiles_m + G - 1 = 32 + 63 = 95
+  // visited m-tiles instead of once per group (64): 95/64 of the weight bytes, which dominate.
   const Chip chip = LoadChip("tpu_v7x");
-  const KernelProblem p = Problem(KernelKind::kGmm, {1024, 256, 256, 1}, kBf16);
-  const TilingCostEstimate narrow = EstimateTilingCost(p, Tiling{512, 256, 128}, chip);
-  // 2 m-tiles × 2 n-tiles = 4 steps × 2·512·256·256 = 268435456 FLOP.
-  EXPECT_EQ(narrow.grid_steps, 4);
-  EXPECT_EQ(narrow.flops, 268435456);
+  const KernelProblem p = Problem(KernelKind::kGmm, {256, 7168, 2048, 64}, kBf16);
+  const TilingCostEstimate whole_k = EstimateTilingCost(p, Tiling{8, 7168, 512}, chip);
+  const TilingCostEstimate split_k = EstimateTilingCost(p, Tiling{8, 1024, 512}, chip);
+  // rhs: 64·7168·2048·2 = 1879048192 B vs 95·7168·2048·2 = 2789212160 B; lhs 4 n-tiles ×
+  // (32 distinct vs 95 visited) × 8·7168·2; out 32·8·2048·2 = 1048576.
+  EXPECT_EQ(whole_k.hbm_bytes, 1879048192.0 + 4.0 * 32 * 8 * 7168 * 2 + 1048576);
+  EXPECT_EQ(split_k.hbm_bytes, 2789212160.0 + 4.0 * 95 * 8 * 7168 * 2 + 1048576);
+  EXPECT_LT(whole_k.seconds, split_k.seconds);
+}
+
+TEST(FitCost, FusedFfnAndV2KernelsArePricedByTheCostModel) {
+  const Chip chip = LoadChip("tpu_v7x");
+  // fused_ffn_f_tiled (tm, D, tf) = (256, 7168, 256) on DeepSeek-V3 experts, bf16: the cost
+  // model's kFusedFfn with the same tiles.
+  const KernelProblem ffn = Problem(KernelKind::kFusedFfnFTiled, {16384, 7168, 2048, 256}, kBf16);
+  ASSERT_TRUE(PricedByCostModel(ffn.kernel));
+  GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kFusedFfn,
+                         .m = 16384,
+                         .k = 7168,
+                         .n = 2048,
+                         .num_groups = 256,
+                         .tm = 256,
+                         .tk = 7168,
+                         .tn = 256,
+                         .lhs_type = kBf16,
+                         .rhs_type = kBf16,
+                         .out_type = kBf16};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+  const TilingCostEstimate estimate = EstimateTilingCost(ffn, Tiling{256, 7168, 256}, chip);
+  EXPECT_EQ(estimate.seconds, cost.seconds);
+  // Visited m-tiles 64 + 255 = 319, tiles_f = 8: 319·8 grid steps.
+  EXPECT_EQ(estimate.grid_steps, 319 * 8);
+  // gmm_v2 with a fused activation: two [tk, tn] rhs blocks per step, priced as one gmm with n
+  // and tn doubled, so twice the executed work of the plain gmm_v2.
+  KernelProblem v2 = Problem(KernelKind::kGmmV2, {1024, 256, 256, 2}, kBf16);
+  const TilingCostEstimate plain = EstimateTilingCost(v2, Tiling{512, 256, 256}, chip);
+  v2.options.fuse_activation = true;
+  const TilingCostEstimate fused = EstimateTilingCost(v2, Tiling{512, 256, 256}, chip);
+  EXPECT_EQ(fused.flops, 2 * plain.flops);
+  EXPECT_EQ(fused.grid_steps, plain.grid_steps);
+}
+
+TEST(FitCost, SparseCoreAndGpuKernelsKeepTheProxy) {
+  EXPECT_FALSE(PricedByCostModel(KernelKind::kRaggedGather));
+  EXPECT_FALSE(PricedByCostModel(KernelKind::kGpuGroupedGemm));
+  EXPECT_THAT(TilingCostModelName(KernelKind::kGpuGroupedGemm),
+              ::testing::HasSubstr("roofline proxy"));
+  EXPECT_THAT(TilingCostModelName(KernelKind::kGmm), ::testing::HasSubstr("CostGroupedMatmul"));
+  // GPU: m = 1024, k = 512, n = 1024, one group, bf16, CTA tile 128×64×128 on an H100
+  // (132 SMs): 8 × 8 = 64 CTAs in one wave, 8 k-steps each: 512 main-loop iterations.
+  const Chip gpu = LoadChip("gpu_h100");
+  const KernelProblem p = Problem(KernelKind::kGpuGroupedGemm, {1024, 512, 1024, 1}, kBf16);
+  const TilingCostEstimate c = EstimateTilingCost(p, Tiling{128, 64, 128}, gpu);
+  EXPECT_EQ(c.grid_steps, 512);
+  EXPECT_GT(c.seconds, 0);
 }
 
 }  // namespace

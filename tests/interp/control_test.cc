@@ -1,5 +1,5 @@
-// Control flow (while, conditional, call, fusion), the memory budget, and the errors a run
-// reports for ops and inputs it cannot take.
+// Control flow (while, conditional, call, fusion) and the errors a run reports for ops and
+// inputs it cannot take. The memory budget is in memory_test.cc.
 #include <cmath>
 #include <memory>
 
@@ -13,7 +13,6 @@ namespace {
 
 using ::perfsim::testing::F32;
 using ::perfsim::testing::Run1;
-using ::perfsim::testing::RunHlo;
 using ::perfsim::testing::S32;
 using ::perfsim::testing::StatusIs;
 using ::perfsim::testing::Values;
@@ -96,40 +95,6 @@ ENTRY e {
       std::vector<Literal> out,
       Run1(kHlo, {testing::MakeLiteral(PrimitiveType::kPred, {}, {1}), F32({}, {2})}));
   EXPECT_EQ(out[0].GetAsDouble(0), 8);
-}
-
-TEST(InterpControl, MemoryBudgetRefusesARunAndGivesNeedAndBudget) {
-  // f32[1000] is 4000 bytes; the budget is 1000.
-  constexpr char kHlo[] = R"(
-HloModule m
-ENTRY e {
-  z = f32[] constant(0)
-  ROOT b = f32[1000] broadcast(z), dimensions={}
-})";
-  InterpreterOptions options;
-  options.memory_budget_bytes = 1000;
-  EXPECT_THAT(Run1(kHlo, {}, options),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       AllOf(HasSubstr("b: expected live buffers within the memory budget of 1000 "
-                                       "bytes; a buffer of 4000 bytes"))));
-}
-
-TEST(InterpControl, BuffersAreReleasedAfterTheirLastUse) {
-  // x (4000 bytes, an input held for the whole run) -> a -> b -> c, each 4000 bytes. With
-  // values dropped after their last use at most x and two of a, b, c are alive: 12000 bytes.
-  // Keeping everything would peak at 16000.
-  constexpr char kHlo[] = R"(
-HloModule m
-ENTRY e {
-  x = f32[1000] parameter(0)
-  a = f32[1000] negate(x)
-  b = f32[1000] negate(a)
-  ROOT c = f32[1000] negate(b)
-})";
-  std::vector<std::vector<Literal>> inputs(1);
-  inputs[0].push_back(F32({1000}, {}));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(RunResult result, RunHlo(kHlo, inputs));
-  EXPECT_EQ(result.peak_live_bytes, 12000);
 }
 
 TEST(InterpControl, UnknownCustomCallTargetIsNamed) {

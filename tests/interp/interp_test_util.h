@@ -2,7 +2,9 @@
 #ifndef PERFSIM_TESTS_INTERP_INTERP_TEST_UTIL_H_
 #define PERFSIM_TESTS_INTERP_INTERP_TEST_UTIL_H_
 
+#include <complex>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +35,35 @@ inline Literal S32(std::vector<int64_t> dims, const std::vector<double>& values)
 }
 inline Literal Bf16(std::vector<int64_t> dims, const std::vector<double>& values) {
   return MakeLiteral(PrimitiveType::kBF16, std::move(dims), values);
+}
+
+// A c64 array literal of `dims` holding `values` (each part rounded to f32).
+inline Literal C64(std::vector<int64_t> dims, const std::vector<std::complex<double>>& values) {
+  Literal literal(Shape::Array(PrimitiveType::kC64, std::move(dims)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float parts[2] = {static_cast<float>(values[i].real()),
+                            static_cast<float>(values[i].imag())};
+    std::memcpy(literal.mutable_data().data() + i * sizeof(parts), parts, sizeof(parts));
+  }
+  return literal;
+}
+
+// The elements of a c64 or c128 literal.
+inline std::vector<std::complex<double>> ComplexValues(const Literal& literal) {
+  std::vector<std::complex<double>> out;
+  const uint8_t* data = literal.data().data();
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    if (literal.shape().element_type() == PrimitiveType::kC64) {
+      float parts[2];
+      std::memcpy(parts, data + i * sizeof(parts), sizeof(parts));
+      out.emplace_back(parts[0], parts[1]);
+    } else {
+      double parts[2];
+      std::memcpy(parts, data + i * sizeof(parts), sizeof(parts));
+      out.emplace_back(parts[0], parts[1]);
+    }
+  }
+  return out;
 }
 
 inline std::vector<double> Values(const Literal& literal) {

@@ -72,7 +72,7 @@ TEST(CapacityEinsumTest, UnusableCapacitiesAreRefusedWithTheirReason) {
   StepSpec split = NanoSpec(Phase::kForward, 6);
   split.parallelism = Parallelism{.dp = 4, .ep = 2};
   s = backend->Supports(split);
-  EXPECT_THAT(s.message(), HasSubstr("expected batch divisible by dp*ep"));
+  EXPECT_THAT(s.message(), HasSubstr("expected batch divisible by dp*fsdp*ep"));
 }
 
 TEST(CapacityEinsumTest, DefaultParallelismUsesEveryAxis) {

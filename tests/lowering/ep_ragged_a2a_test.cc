@@ -59,19 +59,21 @@ int ExpectAllPass(const std::vector<ValidationResult>& results) {
 TEST(EpRaggedA2aTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
   const MoeBackend* backend = *FindBackend(kBackend);
   const StepSpec spec = NanoSpec(Phase::kForward);
-  // E = 12: 1 -> ep 1; 2 -> ep 2; 4 -> ep 4; 8 -> ep 4 (8 does not divide 12), dp 2.
-  const int64_t want_ep[] = {1, 2, 4, 4}, want_dp[] = {1, 1, 1, 2};
+  // E = 12: 1 -> ep 1; 2 -> ep 2; 4 -> ep 4; 8 -> ep 4 (8 does not divide 12), and the other
+  // 2 on fsdp, which shards D = 40 (ExpertParallelWithFsdp, lowering.h).
+  const int64_t want_ep[] = {1, 2, 4, 4}, want_fsdp[] = {1, 1, 1, 2};
   const int64_t devices[] = {1, 2, 4, 8};
   for (int i = 0; i < 4; ++i) {
     const Parallelism p = backend->DefaultParallelism(devices[i], spec);
     EXPECT_EQ(p.ep, want_ep[i]) << devices[i];
-    EXPECT_EQ(p.dp, want_dp[i]) << devices[i];
+    EXPECT_EQ(p.fsdp, want_fsdp[i]) << devices[i];
+    EXPECT_EQ(p.dp, 1) << devices[i];
     EXPECT_EQ(p.tp, 1) << devices[i];
   }
 }
 
 TEST(EpRaggedA2aTest, ValidateSuitePassesEveryCase) {
-  // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with dp 2).
+  // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with fsdp 2).
   SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};
   EXPECT_EQ(ExpectAllPass(RunSuite(options)), 160);
 }
@@ -340,12 +342,10 @@ TEST(EpRaggedA2aTest, CombineBackwardOnThePreAllToAllTensorFailsValidation) {
   FeedCombineBwdThePreAllToAllTensor(*step);
   ValidationResult r = ValidateLowered(*step, c, cache);
   EXPECT_FALSE(r.pass);
-  // The forward is untouched; the router gradients (through d_weights) are wrong.
-  ASSERT_GE(r.errors.size(), 3u);
-  EXPECT_LE(r.errors[0].max_rel_error, 1e-5);
-  EXPECT_EQ(r.errors[2].tensor, "d_router_w");
-  EXPECT_GT(r.errors[2].max_rel_error, 1e-3);
-  EXPECT_THAT(r.message, HasSubstr("differs from dense_einsum"));
+  // The residual check sees it before any number is computed: the combine backward reads a
+  // tensor of the same shape as the forward's expert outputs (the silent form), not them.
+  EXPECT_THAT(r.message, AllOf(HasSubstr("residual combine.expert_outputs"),
+                               HasSubstr("reads mutated_r"), HasSubstr("known_bugs.md #17")));
 }
 
 // The JAX goldens' model (tools/jax/moe_models.py): T = 64, D = 24, F = 40, E = 16, K = 2,

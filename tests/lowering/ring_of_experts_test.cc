@@ -56,12 +56,13 @@ TEST(RingOfExpertsTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
   const StepSpec spec = NanoSpec(Phase::kForward);
   const Parallelism p8 = backend->DefaultParallelism(8, spec);  // 8 does not divide E = 12
   EXPECT_EQ(p8.ep, 4);
-  EXPECT_EQ(p8.dp, 2);
+  EXPECT_EQ(p8.fsdp, 2);  // the rest shards D = 40 (ExpertParallelWithFsdp, lowering.h)
+  EXPECT_EQ(p8.dp, 1);
   EXPECT_EQ(backend->DefaultParallelism(2, spec).ep, 2);
 }
 
 TEST(RingOfExpertsTest, ValidateSuitePassesEveryCase) {
-  // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with dp 2).
+  // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with fsdp 2).
   SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};
   EXPECT_EQ(ExpectAllPass(RunSuite(options)), 160);
 }

@@ -1,0 +1,104 @@
+// `perfsim calibrate FILE.csv [--write]`: fits the efficiency factors of the hardware files on
+// measurements (sim/accuracy/calibration.h) and prints or writes them.
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "sim/accuracy/accuracy.h"
+#include "sim/accuracy/accuracy_report.h"
+#include "sim/accuracy/calibration.h"
+#include "sim/accuracy/measurement.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+constexpr char kCalibrateUsage[] =
+    R"(usage: perfsim calibrate FILE.csv [--write] [--hardware-dir DIR]
+
+Fits a few explainable factors per chip on the rows of a measurement file (the format of
+shared/reference/calibration.csv): the fractions of peak of the hardware files' efficiency
+block (matmul; HBM, written as elementwise_fraction_of_peak; collective ring, bidirectional
+ring, direct and hierarchical) and a grouped-matmul invocation overhead, by least squares on
+the log error (sim/accuracy/calibration.h). A factor no row informs keeps its value.
+
+Prints, per chip, the efficiency block to put in hardware/<chip>.textproto, each factor with
+the rows it was fitted on.
+
+  --write              replace the efficiency block of DIR/<chip>.textproto in place
+  --hardware-dir DIR   where the hardware files are (default: hardware, from the
+                       repository root)
+
+'perfsim accuracy FILE.csv' shows the errors before and after, and leave-one-out.
+FILE may be '-' for standard input.
+)";
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open for writing"));
+  file << text;
+  file.close();
+  if (!file) return absl::DataLossError(absl::StrCat(path, ": write error"));
+  return absl::OkStatus();
+}
+
+absl::Status Calibrate(const ParsedFlags& flags, CliIo& io) {
+  const std::string& path = flags.positional()[0];
+  PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, io.in));
+  PERFSIM_ASSIGN_OR_RETURN(MeasurementFile file,
+                           ReadMeasurements(text, path == "-" ? "<stdin>" : path));
+  PERFSIM_ASSIGN_OR_RETURN(AccuracyReport report, RunAccuracy(file));
+  const std::string source = path == "-" ? "<stdin>" : BaseName(path);
+  const std::string dir = flags.Get("hardware-dir", "hardware");
+  const bool write = flags.Has("write");
+  io.out << "# perfsim calibrate " << source << ": " << report.rows.size() << " rows, "
+         << report.rows.size() - report.skipped << " simulated, " << report.skipped << " skipped\n";
+  for (const auto& [chip_name, fitted] : report.calibration.chips) {
+    const std::string file_path = absl::StrCat(dir, "/", chip_name, ".textproto");
+    if (!write) {
+      PERFSIM_ASSIGN_OR_RETURN(Chip builtin, LoadBuiltinChip(chip_name));
+      io.out << "\n# " << file_path << "\n"
+             << EfficiencyBlock(fitted, builtin.proto().efficiency(), source);
+      continue;
+    }
+    PERFSIM_ASSIGN_OR_RETURN(std::string current, ReadInput(file_path, io.in));
+    PERFSIM_ASSIGN_OR_RETURN(Chip chip, Chip::FromText(current, file_path));
+    const std::string block = EfficiencyBlock(fitted, chip.proto().efficiency(), source);
+    absl::StatusOr<std::string> updated = ReplaceEfficiencyBlock(current, block);
+    if (!updated.ok()) return Annotate(updated.status(), file_path);
+    // The result must still be a valid hardware description before it replaces the file.
+    PERFSIM_RETURN_IF_ERROR(Chip::FromText(*updated, file_path).status());
+    PERFSIM_RETURN_IF_ERROR(WriteFile(file_path, *updated));
+    io.out << "wrote " << file_path << "\n";
+  }
+  io.out << "\nfitted factors:\n";
+  PrintFittedFactors(report.calibration, io.out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunCalibrateCommand(const std::vector<std::string>& args, CliIo& io) {
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(args, {{"write", false}, {"hardware-dir", true}});
+  if (!flags.ok()) return ReportStatus(flags.status(), io);
+  if (flags->Has("help")) {
+    io.out << kCalibrateUsage;
+    return kExitOk;
+  }
+  if (flags->positional().size() != 1) {
+    io.err << kCalibrateUsage;
+    return kExitBadInput;
+  }
+  return ReportStatus(Calibrate(*flags, io), io);
+}
+
+}  // namespace perfsim

@@ -1,0 +1,256 @@
+// Fitting calibration factors (calibration.h).
+#include "sim/accuracy/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+
+namespace perfsim {
+namespace {
+
+constexpr double kPriorWeight = 0.01;
+constexpr double kOverheadPriorSeconds = 10e-6;
+constexpr double kMinFraction = 0.01;
+constexpr double kMaxOverheadSeconds = 1e-3;
+constexpr int kGoldenSteps = 60;
+constexpr int kMaxRounds = 2000;
+
+constexpr FactorKind kAllFactors[] = {FactorKind::kMatmul,
+                                      FactorKind::kHbm,
+                                      FactorKind::kRing,
+                                      FactorKind::kBidirectionalRing,
+                                      FactorKind::kDirect,
+                                      FactorKind::kHierarchical,
+                                      FactorKind::kGemmOverhead,
+                                      FactorKind::kCommOverhead};
+
+// The variable the search moves: ln(fraction), or the overhead in seconds.
+double FromVariable(FactorKind kind, double x) { return IsFraction(kind) ? std::exp(x) : x; }
+
+class ChipObjective {
+ public:
+  explicit ChipObjective(std::vector<const CalibrationRow*> rows) : rows_(std::move(rows)) {}
+
+  double operator()(const ChipFactors& factors, absl::Span<const FactorKind> fitted) const {
+    double sum = 0;
+    for (const CalibrationRow* row : rows_) {
+      const double error = std::log(ModelValue(*row->model, factors) / row->measured);
+      sum += error * error;
+    }
+    for (FactorKind kind : fitted) {
+      const double prior = IsFraction(kind) ? std::log(factors.Get(kind))
+                                            : factors.Get(kind) / kOverheadPriorSeconds;
+      sum += kPriorWeight * prior * prior;
+    }
+    return sum;
+  }
+
+ private:
+  std::vector<const CalibrationRow*> rows_;
+};
+
+// Golden-section search of factor `kind` over its range, the others fixed.
+double SearchFactor(const ChipObjective& objective, ChipFactors factors, FactorKind kind,
+                    absl::Span<const FactorKind> fitted) {
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double lo = IsFraction(kind) ? std::log(kMinFraction) : 0.0;
+  double hi = IsFraction(kind) ? 0.0 : kMaxOverheadSeconds;
+  auto at = [&](double x) {
+    factors.Set(kind, FromVariable(kind, x));
+    return objective(factors, fitted);
+  };
+  double a = hi - phi * (hi - lo);
+  double b = lo + phi * (hi - lo);
+  double fa = at(a);
+  double fb = at(b);
+  for (int i = 0; i < kGoldenSteps; ++i) {
+    if (fa <= fb) {
+      hi = b;
+      b = a;
+      fb = fa;
+      a = hi - phi * (hi - lo);
+      fa = at(a);
+    } else {
+      lo = a;
+      a = b;
+      fa = fb;
+      b = lo + phi * (hi - lo);
+      fb = at(b);
+    }
+  }
+  // The ends are candidates too: the optimum often sits on a bound (a fraction of 1).
+  double best_x = fa <= fb ? a : b;
+  double best = std::min(fa, fb);
+  const double ends[] = {IsFraction(kind) ? std::log(kMinFraction) : 0.0,
+                         IsFraction(kind) ? 0.0 : kMaxOverheadSeconds};
+  for (double x : ends) {
+    const double f = at(x);
+    if (f < best) {
+      best = f;
+      best_x = x;
+    }
+  }
+  return FromVariable(kind, best_x);
+}
+
+ChipCalibration FitChip(const std::string& chip, const std::vector<const CalibrationRow*>& rows) {
+  ChipCalibration out;
+  out.chip = chip;
+  std::vector<FactorKind> fitted;
+  for (FactorKind kind : kAllFactors) {
+    std::vector<std::string> ids;
+    for (const CalibrationRow* row : rows) {
+      if (ModelInforms(*row->model, kind)) ids.push_back(row->id);
+    }
+    if (ids.empty()) continue;
+    fitted.push_back(kind);
+    out.fitted_on[kind] = std::move(ids);
+  }
+  const ChipObjective objective(rows);
+  double current = objective(out.factors, fitted);
+  for (int round = 0; round < kMaxRounds && !fitted.empty(); ++round) {
+    const double before = current;
+    for (FactorKind kind : fitted) {
+      const double previous = out.factors.Get(kind);
+      out.factors.Set(kind, SearchFactor(objective, out.factors, kind, fitted));
+      const double now = objective(out.factors, fitted);
+      // Never accept a step that makes things worse (the search is over one coordinate).
+      if (now > current) {
+        out.factors.Set(kind, previous);
+      } else {
+        current = now;
+      }
+    }
+    if (before - current <= 1e-15 * std::max(1.0, before)) break;
+  }
+  out.objective = current;
+  return out;
+}
+
+std::string Value(double v) { return fmt::format("{:.4g}", v); }
+
+double PreviousFraction(const EfficiencySpec& e, FactorKind kind) {
+  switch (kind) {
+    case FactorKind::kMatmul:
+      return e.matmul_fraction_of_peak();
+    case FactorKind::kHbm:
+      return e.elementwise_fraction_of_peak();
+    case FactorKind::kRing:
+      return e.collective_ring_fraction_of_peak();
+    case FactorKind::kBidirectionalRing:
+      return e.collective_bidirectional_ring_fraction_of_peak();
+    case FactorKind::kDirect:
+      return e.collective_direct_fraction_of_peak();
+    case FactorKind::kHierarchical:
+      return e.collective_hierarchical_fraction_of_peak();
+    case FactorKind::kGemmOverhead:
+    case FactorKind::kCommOverhead:
+      break;
+  }
+  return 1;
+}
+
+// "M001 M002 M003" or "M057-M065 (9 rows)" style: the ids as given, shortened when long.
+std::string RowList(const std::vector<std::string>& ids) {
+  if (ids.size() <= 6) return absl::StrJoin(ids, " ");
+  return absl::StrCat(ids.front(), " .. ", ids.back(), " (", ids.size(), " rows)");
+}
+
+}  // namespace
+
+ChipFactors Calibration::For(absl::string_view chip) const {
+  auto it = chips.find(std::string(chip));
+  return it == chips.end() ? ChipFactors() : it->second.factors;
+}
+
+Calibration FitCalibration(absl::Span<const CalibrationRow> rows) {
+  std::map<std::string, std::vector<const CalibrationRow*>> by_chip;
+  for (const CalibrationRow& row : rows) by_chip[row.model->chip].push_back(&row);
+  Calibration out;
+  for (const auto& [chip, chip_rows] : by_chip) out.chips[chip] = FitChip(chip, chip_rows);
+  return out;
+}
+
+std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec& previous,
+                            absl::string_view source) {
+  std::string block = absl::StrCat(
+      "efficiency {\n"
+      "  # Fitted by `perfsim calibrate ",
+      source,
+      "` (issue 7): least squares on the log error of the\n"
+      "  # rows named per factor (sim/accuracy/calibration.h); `perfsim accuracy` shows the\n"
+      "  # errors before, after and leave-one-out. Factors no row informs keep their value.\n");
+  std::vector<std::string> all_ids;
+  for (FactorKind kind : kAllFactors) {
+    auto it = fitted.fitted_on.find(kind);
+    const bool was_fitted = it != fitted.fitted_on.end();
+    if (was_fitted) {
+      for (const std::string& id : it->second) {
+        if (std::find(all_ids.begin(), all_ids.end(), id) == all_ids.end()) all_ids.push_back(id);
+      }
+    }
+    if (!IsFraction(kind)) {
+      if (was_fitted) {
+        absl::StrAppend(&block, "  # Not written (proto/hardware.proto has no field): ",
+                        FactorFieldName(kind), " ", Value(fitted.factors.Get(kind) * 1e6),
+                        " us\n  # on top of compute.kernel_overhead_seconds, fitted on ",
+                        RowList(it->second), ".\n");
+      }
+      continue;
+    }
+    const double value = was_fitted ? fitted.factors.Get(kind) : PreviousFraction(previous, kind);
+    absl::StrAppend(&block, "  ", FactorFieldName(kind), ": ", Value(value),
+                    was_fitted ? absl::StrCat("  # fitted on ", RowList(it->second))
+                               : std::string("  # no row informs it: unchanged"),
+                    kind == FactorKind::kHbm && was_fitted
+                        ? " (HBM efficiency of memory-bound grouped matmuls)"
+                        : "",
+                    "\n");
+  }
+  std::sort(all_ids.begin(), all_ids.end());
+  absl::StrAppend(&block, "  fitted_on: \"perfsim calibrate ", source, ": ", all_ids.size(),
+                  " rows (", RowList(all_ids), ")\"\n}\n");
+  return block;
+}
+
+absl::StatusOr<std::string> ReplaceEfficiencyBlock(absl::string_view text,
+                                                   absl::string_view block) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  int64_t begin = -1;
+  int64_t end = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (begin < 0 && absl::StartsWith(lines[i], "efficiency {")) {
+      begin = static_cast<int64_t>(i);
+    } else if (begin >= 0 && absl::StartsWith(lines[i], "}")) {
+      end = static_cast<int64_t>(i);
+      break;
+    }
+  }
+  std::string out;
+  if (begin < 0) {
+    out = std::string(text);
+    if (!out.empty() && out.back() != '\n') out.push_back('\n');
+    absl::StrAppend(&out, "\n", block);
+    return out;
+  }
+  if (end < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", begin + 1,
+                     ": expected the efficiency block to end with '}' at the start of a "
+                     "line; got the end of the file"));
+  }
+  for (int64_t i = 0; i < begin; ++i) absl::StrAppend(&out, lines[i], "\n");
+  absl::StrAppend(&out, block);
+  for (size_t i = static_cast<size_t>(end) + 1; i < lines.size(); ++i) {
+    absl::StrAppend(&out, lines[i], i + 1 < lines.size() ? "\n" : "");
+  }
+  return out;
+}
+
+}  // namespace perfsim

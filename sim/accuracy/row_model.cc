@@ -1,0 +1,333 @@
+// Row models: one simulation per row, factors applied in closed form (row_model.h).
+#include "sim/accuracy/row_model.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "sim/comm/collectives.h"
+#include "sim/comm/topology.h"
+#include "sim/comm/traffic.h"
+#include "sim/cost/grouped_matmul.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+constexpr FactorKind kCollectiveFactors[] = {FactorKind::kRing, FactorKind::kBidirectionalRing,
+                                             FactorKind::kDirect, FactorKind::kHierarchical};
+
+std::string Micros(double seconds) { return fmt::format("{:.4g} us", seconds * 1e6); }
+
+// P(at least one of k picks, drawn uniformly without replacement from m, is one of the e
+// marked ones) = 1 - C(m - e, k) / C(m, k).
+double HitProbability(int64_t m, int64_t e, int64_t k) {
+  double miss = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    if (m - e - i <= 0) return 1;
+    miss *= static_cast<double>(m - e - i) / static_cast<double>(m - i);
+  }
+  return 1 - miss;
+}
+
+absl::StatusOr<RowModel> GemmModel(const GroupedGemmScenario& gemm, const Chip& chip) {
+  PERFSIM_ASSIGN_OR_RETURN(GroupedMatmulCost cost, CostGroupedMatmul(gemm.spec, chip));
+  if (!cost.unknown_rates.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(chip.name(), " has no rate for this grouped matmul (",
+                     absl::StrJoin(cost.unknown_rates, ", "), " is 0 in its hardware file)"));
+  }
+  RowModel model;
+  model.max_of_terms = true;
+  model.terms = {{FactorKind::kMatmul, cost.compute_seconds},
+                 {FactorKind::kHbm, cost.memory_seconds}};
+  model.fixed_seconds = cost.overhead_seconds;
+  model.overhead = FactorKind::kGemmOverhead;
+  model.invocations = 1;
+  model.work = cost.work.flops;
+  model.detail = absl::StrCat("compute ", Micros(cost.compute_seconds), ", memory ",
+                              Micros(cost.memory_seconds), " (",
+                              fmt::format("{:.4g}", cost.work.bytes_accessed / 1e6), " MB), fixed ",
+                              Micros(cost.overhead_seconds));
+  return model;
+}
+
+TrafficMatrix Transposed(const TrafficMatrix& m) {
+  TrafficMatrix t = TrafficMatrix::Zero(m.devices);
+  for (int64_t i = 0; i < m.size(); ++i) {
+    for (int64_t j = 0; j < m.size(); ++j) t.set(j, i, m.get(i, j));
+  }
+  return t;
+}
+
+absl::StatusOr<RowModel> EpModel(const EpCommScenario& ep, const Chip& chip) {
+  const int64_t nodes = ep.nodes;
+  const int64_t g = ep.gpus_per_node;
+  const int64_t ranks = nodes * g;
+  const double tokens = static_cast<double>(ep.tokens_per_rank);
+  const double b = ep.bytes_per_token;
+  // Expected reach of one token (scenario.h): every node, or `limit` of them chosen first.
+  const int64_t limit = ep.node_limit > 0 ? std::min(ep.node_limit, nodes) : nodes;
+  const int64_t pool = limit * ep.experts / nodes;  // experts the token picks from
+  if (pool < ep.top_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EP routing: expected at least top-k = ", ep.top_k, " experts on the ", limit,
+                     " chosen nodes; got ", pool));
+  }
+  const double chosen = static_cast<double>(limit) / static_cast<double>(nodes);
+  const double p_node = chosen * HitProbability(pool, ep.experts / nodes, ep.top_k);
+  const double p_rank = chosen * HitProbability(pool, ep.experts / ranks, ep.top_k);
+
+  PERFSIM_ASSIGN_OR_RETURN(
+      Topology topology,
+      Topology::Create(chip, nodes > 1 ? absl::StrCat(nodes, "x", g) : absl::StrCat(g)));
+  std::vector<int64_t> devices;
+  for (int64_t d = 0; d < ranks; ++d) devices.push_back(d);
+  // NVLink: a rank sends each token to every other rank of a node it reaches; with several
+  // nodes the forwarder (same local index) does it for the tokens of every node.
+  TrafficMatrix nvlink = TrafficMatrix::Zero(devices);
+  for (int64_t s = 0; s < ranks; ++s) {
+    for (int64_t r = 0; r < ranks; ++r) {
+      if (r != s && r / g == s / g) {
+        nvlink.set(s, r, static_cast<double>(nodes) * tokens * p_rank * b);
+      }
+    }
+  }
+  if (ep.op == EpOp::kCombine) nvlink = Transposed(nvlink);
+  PERFSIM_ASSIGN_OR_RETURN(TrafficTime nvl, RouteTraffic(nvlink, topology));
+  RowModel model;
+  model.max_of_terms = true;
+  model.invocations = 1;
+  model.terms.push_back({FactorKind::kDirect, nvl.transfer_seconds});
+  model.fixed_seconds = topology.collective_fixed_seconds() + nvl.latency_seconds;
+  model.detail = absl::StrCat("NVLink ", Micros(nvl.transfer_seconds));
+  if (nodes > 1) {
+    // InfiniBand: one copy per remote node reached, to the rank of the same local index.
+    TrafficMatrix ib = TrafficMatrix::Zero(devices);
+    for (int64_t s = 0; s < ranks; ++s) {
+      for (int64_t node = 0; node < nodes; ++node) {
+        if (node != s / g) ib.set(s, node * g + s % g, tokens * p_node * b);
+      }
+    }
+    if (ep.op == EpOp::kCombine) ib = Transposed(ib);
+    PERFSIM_ASSIGN_OR_RETURN(TrafficTime inter, RouteTraffic(ib, topology));
+    model.terms.push_back({FactorKind::kHierarchical, inter.transfer_seconds});
+    model.fixed_seconds += inter.latency_seconds;
+    model.detail = absl::StrCat("IB ", Micros(inter.transfer_seconds), ", ", model.detail);
+  }
+  model.detail =
+      absl::StrCat(model.detail, ", fixed ", Micros(model.fixed_seconds),
+                   fmt::format("; per token P(node) {:.4f}, P(rank) {:.4f}", p_node, p_rank));
+  switch (ep.bottleneck) {
+    case LinkClass::kNvlink:
+      // Tokens a rank receives, its own included, from every node's forwarder.
+      model.work = static_cast<double>(g * nodes) * tokens * p_rank * b;
+      break;
+    case LinkClass::kScaleOut:
+      // (token, node) pairs a rank sends, its own node included.
+      model.work = static_cast<double>(nodes) * tokens * p_node * b;
+      break;
+  }
+  return model;
+}
+
+absl::StatusOr<CollectiveTime> TimeCollective(const CollectiveScenario& c, const Chip& chip) {
+  PERFSIM_ASSIGN_OR_RETURN(Topology topology, Topology::Create(chip, c.slice));
+  switch (c.kind) {
+    case CollectiveKind::kAllGather:
+      return AllGatherTime(c.bytes, c.group, topology);
+    case CollectiveKind::kReduceScatter:
+      return ReduceScatterTime(c.bytes, c.group, topology);
+    case CollectiveKind::kAllReduce:
+      return AllReduceTime(c.bytes, c.group, topology);
+    case CollectiveKind::kAllToAll:
+      return AllToAllTime(c.bytes, c.group, topology);
+  }
+  return absl::InternalError("unknown collective kind");
+}
+
+absl::StatusOr<RowModel> CollectiveModel(const CollectiveScenario& c, const std::string& chip_name,
+                                         ScenarioMetric metric) {
+  PERFSIM_ASSIGN_OR_RETURN(Chip datasheet, ChipWithFactors(chip_name, ChipFactors()));
+  PERFSIM_ASSIGN_OR_RETURN(CollectiveTime base, TimeCollective(c, datasheet));
+  RowModel model;
+  model.max_of_terms = false;
+  model.invocations = 1;
+  double scaled = 0;
+  for (FactorKind kind : kCollectiveFactors) {
+    ChipFactors half;
+    half.Set(kind, 0.5);
+    PERFSIM_ASSIGN_OR_RETURN(Chip chip, ChipWithFactors(chip_name, half));
+    PERFSIM_ASSIGN_OR_RETURN(CollectiveTime t, TimeCollective(c, chip));
+    // Halving the factor doubles exactly the transfer it divides.
+    const double transfer = t.seconds - base.seconds;
+    if (transfer > 1e-12 * base.seconds) {
+      model.terms.push_back({kind, transfer});
+      scaled += transfer;
+      absl::StrAppend(&model.detail, FactorShortName(kind), " ", Micros(transfer), ", ");
+    }
+  }
+  model.fixed_seconds = std::max(0.0, base.seconds - scaled);
+  absl::StrAppend(&model.detail, "fixed + latency ", Micros(model.fixed_seconds));
+  const double n = static_cast<double>(c.group.size());
+  switch (metric) {
+    case ScenarioMetric::kBusBandwidth:
+      model.work = c.bytes * (n - 1) / n * (c.kind == CollectiveKind::kAllReduce ? 2 : 1);
+      break;
+    case ScenarioMetric::kLinkBandwidth: {
+      if (c.kind != CollectiveKind::kAllToAll) {
+        return absl::FailedPreconditionError(
+            "bytes on one NIC are mapped for all-to-all only (a uniform exchange)");
+      }
+      PERFSIM_ASSIGN_OR_RETURN(Topology topology, Topology::Create(datasheet, c.slice));
+      const int64_t dim = topology.FindDimension(c.link_dimension);
+      if (dim < 0) return absl::FailedPreconditionError("no such link dimension");
+      const int64_t home = topology.Coordinates(c.group[0])[dim];
+      double remote = 0;
+      for (int64_t d : c.group) remote += topology.Coordinates(d)[dim] != home ? 1 : 0;
+      model.work = c.bytes / n * remote;
+      break;
+    }
+    case ScenarioMetric::kTime:
+    case ScenarioMetric::kThroughput:
+      break;
+  }
+  return model;
+}
+
+}  // namespace
+
+absl::string_view FactorFieldName(FactorKind kind) {
+  switch (kind) {
+    case FactorKind::kMatmul:
+      return "matmul_fraction_of_peak";
+    case FactorKind::kHbm:
+      return "elementwise_fraction_of_peak";
+    case FactorKind::kRing:
+      return "collective_ring_fraction_of_peak";
+    case FactorKind::kBidirectionalRing:
+      return "collective_bidirectional_ring_fraction_of_peak";
+    case FactorKind::kDirect:
+      return "collective_direct_fraction_of_peak";
+    case FactorKind::kHierarchical:
+      return "collective_hierarchical_fraction_of_peak";
+    case FactorKind::kGemmOverhead:
+      return "grouped_matmul_overhead_seconds";
+    case FactorKind::kCommOverhead:
+      return "collective_overhead_seconds";
+  }
+  return "?";
+}
+
+absl::string_view FactorShortName(FactorKind kind) {
+  switch (kind) {
+    case FactorKind::kMatmul:
+      return "matmul";
+    case FactorKind::kHbm:
+      return "hbm";
+    case FactorKind::kRing:
+      return "ring";
+    case FactorKind::kBidirectionalRing:
+      return "bidir_ring";
+    case FactorKind::kDirect:
+      return "direct";
+    case FactorKind::kHierarchical:
+      return "hierarchical";
+    case FactorKind::kGemmOverhead:
+      return "gmm_overhead";
+    case FactorKind::kCommOverhead:
+      return "comm_overhead";
+  }
+  return "?";
+}
+
+bool IsFraction(FactorKind kind) {
+  return kind != FactorKind::kGemmOverhead && kind != FactorKind::kCommOverhead;
+}
+
+absl::StatusOr<Chip> ChipWithFactors(absl::string_view name, const ChipFactors& factors) {
+  PERFSIM_ASSIGN_OR_RETURN(Chip chip, LoadBuiltinChip(name));
+  HardwareSpec spec = chip.proto();
+  EfficiencySpec& e = *spec.mutable_efficiency();
+  e.set_matmul_fraction_of_peak(factors.Get(FactorKind::kMatmul));
+  e.set_elementwise_fraction_of_peak(factors.Get(FactorKind::kHbm));
+  e.set_collective_ring_fraction_of_peak(factors.Get(FactorKind::kRing));
+  e.set_collective_bidirectional_ring_fraction_of_peak(factors.Get(FactorKind::kBidirectionalRing));
+  e.set_collective_direct_fraction_of_peak(factors.Get(FactorKind::kDirect));
+  e.set_collective_hierarchical_fraction_of_peak(factors.Get(FactorKind::kHierarchical));
+  return Chip::FromProto(std::move(spec));
+}
+
+absl::StatusOr<RowModel> BuildRowModel(const Scenario& scenario) {
+  absl::StatusOr<RowModel> model;
+  if (const auto* c = std::get_if<CollectiveScenario>(&scenario.what)) {
+    model = CollectiveModel(*c, scenario.chip, scenario.metric);
+  } else {
+    PERFSIM_ASSIGN_OR_RETURN(Chip datasheet, ChipWithFactors(scenario.chip, ChipFactors()));
+    if (const auto* gemm = std::get_if<GroupedGemmScenario>(&scenario.what)) {
+      model = GemmModel(*gemm, datasheet);
+    } else {
+      model = EpModel(std::get<EpCommScenario>(scenario.what), datasheet);
+    }
+  }
+  if (!model.ok()) return model.status();
+  model->chip = scenario.chip;
+  model->metric = scenario.metric;
+  model->unit = scenario.unit;
+  if (ModelSeconds(*model, ChipFactors()) <= 0) {
+    return absl::FailedPreconditionError("the simulated time is 0: nothing to compare");
+  }
+  return model;
+}
+
+double ModelSeconds(const RowModel& model, const ChipFactors& factors) {
+  double combined = 0;
+  for (const FactorTerm& term : model.terms) {
+    const double seconds = term.seconds / factors.Get(term.factor);
+    combined = model.max_of_terms ? std::max(combined, seconds) : combined + seconds;
+  }
+  return model.fixed_seconds + combined + model.invocations * factors.Get(model.overhead);
+}
+
+double ModelValue(const RowModel& model, const ChipFactors& factors) {
+  const double seconds = ModelSeconds(model, factors);
+  switch (model.unit) {
+    case MeasurementUnit::kTeraflopsPerSecond:
+      return model.work / seconds / 1e12;
+    case MeasurementUnit::kGigabytesPerSecond:
+      return model.work / seconds / 1e9;
+    case MeasurementUnit::kMicroseconds:
+      return seconds * 1e6;
+    case MeasurementUnit::kMilliseconds:
+      return seconds * 1e3;
+    case MeasurementUnit::kSeconds:
+    case MeasurementUnit::kSecondsPerStep:
+      return seconds;
+    case MeasurementUnit::kTokensPerSecond:
+      return model.work / seconds;
+  }
+  return seconds;
+}
+
+bool ModelInforms(const RowModel& model, FactorKind kind) {
+  if (!IsFraction(kind)) return model.overhead == kind && model.invocations > 0;
+  if (!model.max_of_terms) {
+    for (const FactorTerm& term : model.terms) {
+      if (term.factor == kind && term.seconds > 0) return true;
+    }
+    return false;
+  }
+  // The bound at datasheet physics: the largest term (the first of equal ones).
+  const FactorTerm* bound = nullptr;
+  for (const FactorTerm& term : model.terms) {
+    if (bound == nullptr || term.seconds > bound->seconds) bound = &term;
+  }
+  return bound != nullptr && bound->factor == kind && bound->seconds > 0;
+}
+
+}  // namespace perfsim

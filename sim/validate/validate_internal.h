@@ -1,0 +1,29 @@
+// Helpers shared by the files of sim/validate (validate.cc, validate_inputs.cc,
+// validate_suite.cc). Include only from sim/validate.
+#ifndef PERFSIM_SIM_VALIDATE_VALIDATE_INTERNAL_H_
+#define PERFSIM_SIM_VALIDATE_VALIDATE_INTERNAL_H_
+
+#include <string>
+#include <vector>
+
+#include "sim/ir/literal.h"
+#include "sim/lowering/lowering.h"
+#include "sim/validate/validate.h"
+
+namespace perfsim {
+
+// The reference's cache key part for a model, phase and token count.
+std::string ModelKey(const StepSpec& spec);
+
+// The ∞-norm relative error of `got` against `want` (validate.h), with the worst index.
+TensorError Compare(const TensorSpec& spec, const Literal& got, const Literal& want);
+
+std::string IndexString(const std::vector<int64_t>& index);
+
+// Runs `step` on the sharded `global` inputs and returns every output unsharded.
+absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
+                                                  const std::vector<Literal>& global);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_VALIDATE_VALIDATE_INTERNAL_H_

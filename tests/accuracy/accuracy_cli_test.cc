@@ -1,0 +1,187 @@
+// `perfsim accuracy` and `perfsim calibrate` through the CLI library, on
+// shared/reference/calibration.csv (found through PERFSIM_SHARED_DIR): the JSON has one entry
+// per row, each predicted with consistent errors or skipped with a reason; bad input exits 2.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cli/cli.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/hw/chip.h"
+#include "sim/util/json_fields.h"
+#include "sim/util/status_matchers.h"
+#include "tests/accuracy/accuracy_test_util.h"
+
+namespace perfsim {
+namespace {
+
+using ::perfsim::testing::CalibrationCsvPath;
+using ::perfsim::testing::CalibrationFile;
+using ::perfsim::testing::ReadFileOrDie;
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+CliRun Perfsim(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  std::istringstream in(stdin_text);
+  std::ostringstream out, err;
+  CliRun r;
+  r.code = RunPerfsim(args, in, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+double Number(const std::string& object, const std::string& key) {
+  const std::optional<std::string> text = JsonTopLevelValue(object, key);
+  double v = std::nan("");
+  EXPECT_TRUE(text.has_value() && absl::SimpleAtod(*text, &v)) << key << " in " << object;
+  return v;
+}
+
+// The lines of the JSON's rows array: one object per line, as the format promises.
+std::vector<std::string> RowObjects(const std::string& json) {
+  std::vector<std::string> rows;
+  for (absl::string_view line : absl::StrSplit(json, '\n')) {
+    absl::string_view l = absl::StripAsciiWhitespace(line);
+    if (!absl::StartsWith(l, "{\"id\": ")) continue;
+    absl::ConsumeSuffix(&l, ",");
+    rows.push_back(std::string(l));
+  }
+  return rows;
+}
+
+TEST(AccuracyCli, EveryRowIsPredictedOrSkippedWithAReason) {
+  const CliRun r = Perfsim({"accuracy", CalibrationCsvPath(), "--format=json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> rows = RowObjects(r.out);
+  // One entry per row of the file, in file order.
+  ASSERT_EQ(rows.size(), CalibrationFile().rows.size());
+  int64_t simulated = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string& row = rows[i];
+    EXPECT_EQ(JsonTopLevelValue(row, "id"), absl::StrCat("\"", CalibrationFile().rows[i].id, "\""));
+    ASSERT_TRUE(JsonTopLevelValue(row, "category").has_value());
+    ASSERT_TRUE(JsonTopLevelValue(row, "unit").has_value());
+    const double measured = Number(row, "measured");
+    EXPECT_EQ(measured, CalibrationFile().rows[i].value.value);
+    const std::string reason = JsonTopLevelValue(row, "skipped_reason").value_or("missing");
+    if (reason != "null") {
+      // Skipped: a non-empty reason and no prediction.
+      EXPECT_GT(reason.size(), 2u) << row;
+      EXPECT_EQ(JsonTopLevelValue(row, "predicted"), "null") << row;
+      continue;
+    }
+    ++simulated;
+    // error_pct = (predicted - measured) / measured * 100, for each of the three columns.
+    for (const auto& [predicted, error] :
+         {std::pair<const char*, const char*>{"predicted", "error_pct"},
+          {"physics_predicted", "physics_error_pct"},
+          {"loo_predicted", "loo_error_pct"}}) {
+      const double p = Number(row, predicted);
+      EXPECT_GT(p, 0) << row;
+      EXPECT_NEAR(Number(row, error), (p - measured) / measured * 100, 1e-9 * std::fabs(p)) << row;
+    }
+  }
+  // The summary has the three columns, each with an overall scope counting the simulated rows.
+  const std::optional<std::string> summary = JsonTopLevelValue(r.out, "summary");
+  ASSERT_TRUE(summary.has_value());
+  for (const char* column : {"physics", "calibrated", "leave_one_out"}) {
+    const std::optional<std::string> list = JsonTopLevelValue(*summary, column);
+    ASSERT_TRUE(list.has_value()) << column;
+    EXPECT_THAT(*list, HasSubstr(absl::StrCat("{\"scope\": \"overall\", \"count\": ", simulated)));
+    EXPECT_THAT(*list, HasSubstr("\"scope\": \"kernel\""));
+  }
+  EXPECT_EQ(JsonTopLevelValue(r.out, "skipped"),
+            absl::StrCat(CalibrationFile().rows.size() - simulated));
+}
+
+TEST(AccuracyCli, TableAndJsonAreDeterministic) {
+  const CliRun a = Perfsim({"accuracy", CalibrationCsvPath()});
+  const CliRun b = Perfsim({"accuracy", CalibrationCsvPath()});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_THAT(a.out, HasSubstr("leave-one-out"));
+  EXPECT_THAT(a.out, HasSubstr("M001"));
+}
+
+TEST(AccuracyCli, BadInputExitsTwoWithTheLocation) {
+  CliRun r = Perfsim({"accuracy", "/no/such/file.csv"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/no/such/file.csv: cannot open"));
+  r = Perfsim({"accuracy", "-"}, "id,category,hardware,metric,value,unit\nM1,x,H100,m,\"1,us\n");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("<stdin>:2:"));
+  r = Perfsim({"accuracy", "-"},
+              "id,category,hardware,metric,value,unit,op_shape\n"
+              "M1,kernel_grouped_gemm,H100,t,5,us,\"groups=4; M_per_group=8; N=4O96; K=8\"\n");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("<stdin>:2:36: op_shape: expected a positive integer for N"));
+  EXPECT_EQ(Perfsim({"accuracy", CalibrationCsvPath(), "--format=xml"}).code, 2);
+  EXPECT_EQ(Perfsim({"accuracy"}).code, 2);
+  EXPECT_EQ(Perfsim({"calibrate"}).code, 2);
+}
+
+TEST(AccuracyCli, SkippedRowsAreListedNotDropped) {
+  const CliRun r = Perfsim({"accuracy", "-", "--format=json"},
+                        "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n"
+                        "M2,collective,MI300X,t,5,us\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> rows = RowObjects(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_THAT(rows[0], HasSubstr("category 'moe_layer' is not simulated"));
+  EXPECT_THAT(rows[1], HasSubstr("not a built-in chip"));
+  const CliRun table = Perfsim({"accuracy", "-"},
+                            "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n");
+  EXPECT_THAT(table.out, HasSubstr("skipped (not simulated):\n  M1"));
+}
+
+TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
+  const CliRun printed = Perfsim({"calibrate", CalibrationCsvPath()});
+  ASSERT_EQ(printed.code, 0) << printed.err;
+  EXPECT_THAT(printed.out, HasSubstr("# hardware/gpu_h800.textproto\nefficiency {"));
+  EXPECT_THAT(printed.out, HasSubstr("matmul_fraction_of_peak"));
+
+  // --write into a copy of the hardware files, never the source tree.
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "perfsim_calibrate_hw";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* chip : {"gpu_h100", "gpu_h800", "tpu_v5e", "tpu_v7x"}) {
+    std::filesystem::copy_file(
+        std::filesystem::path(PERFSIM_SOURCE_DIR) / "hardware" / absl::StrCat(chip, ".textproto"),
+        dir / absl::StrCat(chip, ".textproto"));
+  }
+  const CliRun wrote =
+      Perfsim({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", dir.string()});
+  ASSERT_EQ(wrote.code, 0) << wrote.err;
+  EXPECT_THAT(wrote.out, HasSubstr("wrote " + (dir / "gpu_h800.textproto").string()));
+  const std::string path = (dir / "gpu_h800.textproto").string();
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip h800, Chip::Load(path));
+  // DeepGEMM reaches well under the fp8 datasheet peak.
+  EXPECT_LT(h800.proto().efficiency().matmul_fraction_of_peak(), 0.9);
+  EXPECT_THAT(h800.proto().efficiency().fitted_on(), HasSubstr("calibration.csv"));
+  EXPECT_THAT(ReadFileOrDie(path), HasSubstr("# fitted on M001 M002 M003 M004"));
+
+  // A directory without the chip's file is an error, exit 2.
+  const std::filesystem::path empty = std::filesystem::path(::testing::TempDir()) / "perfsim_no_hw";
+  std::filesystem::create_directories(empty);
+  const CliRun missing =
+      Perfsim({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", empty.string()});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("cannot open"));
+}
+
+}  // namespace
+}  // namespace perfsim
