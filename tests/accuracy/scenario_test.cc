@@ -112,14 +112,16 @@ TEST(Scenario, DeepEpRowsReadNodesTokensBytesAndNodeLimit) {
   EXPECT_EQ(s.metric, ScenarioMetric::kLinkBandwidth);
 
   // M016: one node, combine in BF16 (2 * 7168 bytes), NVLink bandwidth.
-  const EpCommScenario& one = std::get<EpCommScenario>(MustMap(CalibrationRow("M016")).what);
+  const Scenario s016 = MustMap(CalibrationRow("M016"));
+  const EpCommScenario& one = std::get<EpCommScenario>(s016.what);
   EXPECT_EQ(one.nodes, 1);
   EXPECT_EQ(one.op, EpOp::kCombine);
   EXPECT_EQ(one.bytes_per_token, 14336);
   EXPECT_EQ(one.bottleneck, LinkClass::kNvlink);
 
   // M059: HybridEP on H100, no node limit, 128 experts.
-  const EpCommScenario& hybrid = std::get<EpCommScenario>(MustMap(CalibrationRow("M059")).what);
+  const Scenario s059 = MustMap(CalibrationRow("M059"));
+  const EpCommScenario& hybrid = std::get<EpCommScenario>(s059.what);
   EXPECT_EQ(hybrid.node_limit, 0);
   EXPECT_EQ(hybrid.experts, 128);
   EXPECT_EQ(hybrid.op, EpOp::kCombine);
