@@ -51,6 +51,31 @@ void BM_Predict8192Chips(benchmark::State& state) {
 }
 BENCHMARK(BM_Predict8192Chips)->Unit(benchmark::kMillisecond);
 
+// The routing-dependent stage alone on a prepared default scenario (what a sweep re-runs per
+// routing), with zipf:1.2 so that the expert shards differ and the schedule has classes.
+void BM_PredictWithRoutingZipf(benchmark::State& state) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec("zipf:1.2");
+  if (!o.ok() || !routing.ok()) {
+    state.SkipWithError("default scenario");
+    return;
+  }
+  absl::StatusOr<PreparedStep> step = PrepareStep(*o);
+  if (!step.ok()) {
+    state.SkipWithError(std::string(step.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<Prediction> p = PredictWithRouting(*step, *routing, {.detail = false});
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(p->step_seconds);
+  }
+}
+BENCHMARK(BM_PredictWithRoutingZipf)->Unit(benchmark::kMillisecond);
+
 void BM_LowerDefault(benchmark::State& state) {
   absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
   if (!o.ok()) {

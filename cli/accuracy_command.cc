@@ -20,9 +20,10 @@ constexpr char kAccuracyUsage[] =
 Predicts every row of a measurement file in the format of shared/reference/calibration.csv
 (grouped-GEMM kernels, expert-parallel dispatch/combine, collectives) in the row's own unit
 and prints measured, predicted and the signed error (predicted - measured) / measured, three
-ways: datasheet physics (every efficiency factor 1), calibrated (factors fitted on all rows,
-as 'perfsim calibrate' fits them) and leave-one-out (factors fitted without the row). Then
-the median and p90 |error| per category, for the kernel rows and overall, with the worst row.
+ways: datasheet physics (every efficiency fraction 1, every overhead 0, whatever the shipped
+hardware files say), calibrated (factors fitted on all rows, as 'perfsim calibrate' fits
+them) and leave-one-out (factors fitted without the row). Then the median and p90 |error|
+per category, for the kernel rows and overall, with the worst row.
 A row perfsim cannot simulate is listed with the reason.
 
   --format=json   rows[] (id, category, measured, predicted, unit, error_pct,

@@ -21,10 +21,11 @@ constexpr char kCalibrateUsage[] =
     R"(usage: perfsim calibrate FILE.csv [--write] [--hardware-dir DIR]
 
 Fits a few explainable factors per chip on the rows of a measurement file (the format of
-shared/reference/calibration.csv): the fractions of peak of the hardware files' efficiency
-block (matmul; HBM, written as elementwise_fraction_of_peak; collective ring, bidirectional
-ring, direct and hierarchical) and a grouped-matmul invocation overhead, by least squares on
-the log error (sim/accuracy/calibration.h). A factor no row informs keeps its value.
+shared/reference/calibration.csv): the fields of the hardware files' efficiency block, i.e.
+fractions of peak (matmul, HBM, collective ring, bidirectional ring, direct, hierarchical)
+and two overheads (per group of a grouped matmul, per collective), by least squares on the
+log error (sim/accuracy/calibration.h). A factor no row informs keeps its value; a chip no
+row is on is not touched.
 
 Prints, per chip, the efficiency block to put in hardware/<chip>.textproto, each factor with
 the rows it was fitted on.

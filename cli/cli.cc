@@ -26,6 +26,7 @@ commands:
   validate [--backend NAME|all]  every backend against the dense reference, fwd and bwd
   accuracy FILE.csv  predicted vs measured rows (physics, calibrated, leave-one-out)
   calibrate FILE.csv fit the hardware files' efficiency factors on measurements
+  sweep              rank plans (parallelism, backend, tiling, batch, routing); shard + merge
 
 Run 'perfsim <command> --help' for the flags of a command.
 Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error.
@@ -72,6 +73,7 @@ int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostr
   if (command == "predict") return RunPredictCommand(rest, io);
   if (command == "accuracy") return RunAccuracyCommand(rest, io);
   if (command == "calibrate") return RunCalibrateCommand(rest, io);
+  if (command == "sweep") return RunSweepCommand(rest, io);
   err << "perfsim: unknown command '" << command << "'\n\n" << kUsage;
   return kExitBadInput;
 }

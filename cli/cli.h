@@ -57,6 +57,7 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io);
 int RunPredictCommand(const std::vector<std::string>& args, CliIo& io);
 int RunAccuracyCommand(const std::vector<std::string>& args, CliIo& io);
 int RunCalibrateCommand(const std::vector<std::string>& args, CliIo& io);
+int RunSweepCommand(const std::vector<std::string>& args, CliIo& io);
 
 }  // namespace perfsim
 

@@ -1,29 +1,59 @@
-// `perfsim lower`: the per-device HLO module a backend lowers the MoE step to.
+// `perfsim lower`: the per-device HLO module a backend lowers the MoE step to, and optionally
+// the inputs `perfsim validate` would run it on (for running the printed module elsewhere, e.g.
+// in XLA: tools/jax/xla_accepts.py).
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "cli/step_flags.h"
+#include "sim/interp/npy.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/lowering/lowering.h"
+#include "sim/util/status.h"
+#include "sim/validate/validate.h"
 
 namespace perfsim {
 namespace {
 
-constexpr char kLowerUsage[] = R"(usage: perfsim lower --backend NAME [step flags]
+constexpr char kLowerUsage[] =
+    R"(usage: perfsim lower --backend NAME [step flags]
+                     [--inputs-dir DIR [--routing CASE] [--seed S]]
 
 Prints the per-device SPMD module (HLO text) that backend NAME lowers one MoE layer step to:
-entry parameters x, router_w, [router_bias], wi_0, wi_1, wo, [ws_0, ws_1, ws_o], [dy]; root
-tuple (y[, dx, d_router_w, d_wi_0, d_wi_1, d_wo, ...]). Each instruction's metadata op_name
-names its stage (moe/router, moe/dispatch, ...). The module is verified before printing.
+entry parameters x, router_w, wi_0, wi_1, wo, [router_bias], [router_score_bias],
+[ws_0, ws_1, ws_o], [dy]; root tuple (y[, dx, d_router_w, d_wi_0, d_wi_1, d_wo, ...]). Each
+instruction's metadata op_name names its stage (moe/router, moe/dispatch, ...). The module is
+verified before printing.
+
+  --inputs-dir DIR  also write the inputs `perfsim validate` runs the module on, device by
+                    device: DIR/in<i>.d<device>.npy is parameter i's shard on that device
+                    (global inputs of the routing case, default random, and seed, default 1,
+                    sharded as the backend lays them out). The directory must exist.
 )";
+
+absl::Status WriteInputs(const LoweredStep& step, const std::string& dir, RoutingCase routing,
+                         uint64_t seed) {
+  const std::vector<Literal> global = MakeGlobalInputs(step, routing, seed);
+  for (int64_t device = 0; device < step.spec.num_devices(); ++device) {
+    for (size_t i = 0; i < step.parameters.size(); ++i) {
+      const Literal shard = ShardOf(global[i], step.parameters[i], step.spec.parallelism, device);
+      const std::string path = absl::StrCat(dir, "/in", i, ".d", device, ".npy");
+      if (absl::Status s = WriteNpyFile(path, shard); !s.ok()) {
+        return Annotate(s, "--inputs-dir");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
 int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
   std::vector<FlagSpec> specs = StepFlagSpecs();
+  for (const char* name : {"inputs-dir", "routing", "seed"}) specs.push_back({name, true});
   specs.push_back({"help", false});
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, specs);
   if (!flags.ok()) return ReportStatus(flags.status(), io);
@@ -37,10 +67,29 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
                             "'")),
                         io);
   }
+  if (!flags->Has("inputs-dir") && (flags->Has("routing") || flags->Has("seed"))) {
+    return ReportStatus(absl::InvalidArgumentError(
+                            "--routing and --seed: expected them only with --inputs-dir"),
+                        io);
+  }
+  absl::StatusOr<RoutingCase> routing = ParseRoutingCase(flags->Get("routing", "random"));
+  if (!routing.ok()) return ReportStatus(Annotate(routing.status(), "--routing"), io);
+  uint64_t seed = 1;
+  if (flags->Has("seed") && !absl::SimpleAtoi(flags->Get("seed"), &seed)) {
+    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
+                            "--seed: expected a non-negative integer; got '", flags->Get("seed"),
+                            "'")),
+                        io);
+  }
   absl::StatusOr<StepSpec> spec = StepSpecFromFlags(*flags, StepFlagDefaults());
   if (!spec.ok()) return ReportStatus(spec.status(), io);
   absl::StatusOr<LoweredStep> step = LowerStep(*spec);
   if (!step.ok()) return ReportStatus(step.status(), io);
+  if (flags->Has("inputs-dir")) {
+    if (absl::Status s = WriteInputs(*step, flags->Get("inputs-dir"), *routing, seed); !s.ok()) {
+      return ReportStatus(s, io);
+    }
+  }
   io.out << PrintModule(*step->module);
   return kExitOk;
 }

@@ -18,7 +18,8 @@ constexpr char kPredictUsage[] =
     R"(usage: perfsim predict [--model NAME] [--hw NAME] [--mesh AxBxC] [--parallelism AXES]
                        [--backend NAME] [--routing uniform|zipf:S|hot:P|file:PATH]
                        [--batch B] [--seq S] [--phase fwd|fwd_bwd] [--adam]
-                       [--format=table|json] [--trace OUT.json] [step flags]
+                       [--format=table|json] [--trace OUT.json]
+                       [--trace-devices all|IDS] [step flags]
 
 With no flags: the embedded default scenario, a DeepSeek-V3 MoE layer (D=7168, F=2048, E=256,
 K=8), fwd_bwd, on TPU v7x 4x8x8 (256 chips, 512 devices), ep_ragged_a2a with ep=256, dp=2,
@@ -37,6 +38,20 @@ communication, MFU and HBM use per device.
   --routing        uniform | zipf:S | hot:P | file:PATH (tokens per expert; see README)
   --adam           count Adam's two f32 moments per parameter in HBM
   --trace OUT.json Chrome/Perfetto trace events (one process per device, a thread per stream)
+  --trace-devices  which devices the trace shows: all, or ids and ranges (0,7,100-103);
+                   default: the slowest device, device 0 and up to 8 in all, spread over the
+                   simulated devices (the first data-parallel replica when every replica routes
+                   alike: the others have the same timelines)
+  --tiling-wi, --tiling-wo
+                   kernel tilings of the megablox-style backends (megablox_gmm,
+                   ring_of_experts, fused_expert_ffn); on TPU their forward tiles (the first
+                   three numbers) are also the tiles of every ragged-dot of that projection
+                   (sparse_ragged_dot, ep_ragged_a2a, grouped_gemm_aligned), as MaxText passes
+                   them in the ragged_dot_tiling XLA metadata. GPU ragged-dots use (128,128,128).
+
+Table columns: HBM MB is what the op reads and writes in the device's HBM (a ragged
+all-to-all: the rows it sends and receives, not its buffers); net MB what it sends to other
+devices; a duration marked '*' is a lower bound (the chip description lacks a rate it needs).
 Exit 0 on success (an over-capacity HBM plan is reported, not an error), 2 for bad input.
 )";
 
@@ -44,7 +59,9 @@ Exit 0 on success (an over-capacity HBM plan is reported, not an error), 2 for b
 
 int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
   std::vector<FlagSpec> specs = StepFlagSpecs();
-  for (const char* name : {"hw", "mesh", "routing", "format", "trace"}) specs.push_back({name, true});
+  for (const char* name : {"hw", "mesh", "routing", "format", "trace", "trace-devices"}) {
+    specs.push_back({name, true});
+  }
   specs.push_back({"adam", false});
   specs.push_back({"help", false});
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, specs);
@@ -80,6 +97,18 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(flags->Get("routing", "uniform"));
   if (!routing.ok()) return ReportStatus(routing.status(), io);
   options.routing = *routing;
+  TraceDevices trace_devices;
+  if (flags->Has("trace-devices")) {
+    if (!flags->Has("trace")) {
+      return ReportStatus(absl::InvalidArgumentError(
+                              "--trace-devices: expected --trace OUT.json too; got none"),
+                          io);
+    }
+    absl::StatusOr<TraceDevices> parsed =
+        ParseTraceDevices(flags->Get("trace-devices"), options.spec.num_devices());
+    if (!parsed.ok()) return ReportStatus(parsed.status(), io);
+    trace_devices = *parsed;
+  }
   absl::StatusOr<Prediction> prediction = Predict(options);
   if (!prediction.ok()) return ReportStatus(prediction.status(), io);
   if (flags->Has("trace")) {
@@ -89,7 +118,7 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
                               "--trace: cannot write '", flags->Get("trace"), "'")),
                           io);
     }
-    trace << PredictionTrace(*prediction);
+    trace << PredictionTrace(*prediction, trace_devices);
   }
   io.out << (format == "json" ? PredictionJson(*prediction) : FormatPredictionTable(*prediction));
   return kExitOk;

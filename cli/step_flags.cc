@@ -23,6 +23,9 @@ const char kStepFlagsHelp[] = R"(step flags:
   --ragged-buffer-factor X  ep_ragged_a2a receive buffer T_l·K·X rows (default: never drop)
   --fused-tiling f|d, --fused-tile N
                             fused_expert_ffn: tile over F or over D, tile size
+  --grouped-matmul FORM     native (default), ragged_dot (kernel custom-calls as ragged-dot)
+                            or masked_dot (every grouped matmul as masked dense dots, which
+                            XLA:CPU can run); same results
 )";
 
 std::vector<FlagSpec> StepFlagSpecs() {
@@ -30,7 +33,7 @@ std::vector<FlagSpec> StepFlagSpecs() {
           {"phase", true},          {"parallelism", true}, {"backend", true},
           {"tiling-wi", true},      {"tiling-wo", true},   {"capacity-factor", true},
           {"align-size", true},     {"ragged-buffer-factor", true},
-          {"fused-tiling", true},   {"fused-tile", true}};
+          {"fused-tiling", true},   {"fused-tile", true},  {"grouped-matmul", true}};
 }
 
 namespace {
@@ -116,6 +119,11 @@ absl::StatusOr<StepSpec> StepSpecFromFlags(const ParsedFlags& flags,
   }
   PERFSIM_ASSIGN_OR_RETURN(spec.knobs.fused_tile, PositiveInt(flags, "fused-tile", 1));
   if (!flags.Has("fused-tile")) spec.knobs.fused_tile = 0;
+  if (flags.Has("grouped-matmul")) {
+    absl::StatusOr<GroupedMatmulForm> form = ParseGroupedMatmulForm(flags.Get("grouped-matmul"));
+    if (!form.ok()) return Annotate(form.status(), "--grouped-matmul");
+    spec.knobs.grouped_matmul = *form;
+  }
   return spec;
 }
 

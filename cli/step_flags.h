@@ -3,7 +3,7 @@
 //   --model NAME|FILE  --batch B  --seq S  --phase fwd|fwd_bwd  --parallelism ep=4,tp=1,dp=2
 //   --backend NAME  --tiling-wi tm,tk,tn[,tm,tk,tn,tm,tk,tn]  --tiling-wo ...
 //   --capacity-factor X  --align-size A  --ragged-buffer-factor X  --fused-tiling f|d
-//   --fused-tile N
+//   --fused-tile N  --grouped-matmul native|ragged_dot|masked_dot
 #ifndef PERFSIM_CLI_STEP_FLAGS_H_
 #define PERFSIM_CLI_STEP_FLAGS_H_
 

@@ -24,7 +24,7 @@ namespace {
 constexpr char kValidateUsage[] =
     R"(usage: perfsim validate [--backend NAME|all] [--router FAMILY|all] [--routing CASE|all]
                         [--phase fwd|fwd_bwd|all] [--devices N|all] [--seed S] [--hw NAME]
-                        [--format=table|json] [step flags]
+                        [--tolerance X] [--format=table|json] [step flags]
        perfsim validate --hlo FILE [--model NAME] [--parallelism ...] [--routing CASE] [--seed S]
 
 Lowers each backend for each router family, routing case, phase and device count, verifies the
@@ -33,25 +33,29 @@ are [G,K,N]; kernel tiles sit on the dimensions of their role; the router runs i
 backward reads only the residuals the forward saved, each the very value its forward op
 consumed; receive buffers hold the worst case; group sizes sum to at most the rows), interprets
 it on N virtual devices and compares y and every gradient (dx, d_router_w, d_wi_0, d_wi_1, d_wo,
-d_ws_0, d_ws_1, d_ws_o) with dense_einsum on one device. Modules with ragged all-to-alls also
-run an adversarial routing once (every token to one ep shard; counts = 1 mod align_size).
+d_router_bias, d_ws_0, d_ws_1, d_ws_o) with dense_einsum on one device. Modules with ragged
+all-to-alls also run an adversarial routing once (every token to one ep shard; counts = 1 mod align_size).
 Error = max|got - want| / max|want| per tensor; tolerance 1e-5 for f32 models, 2^-8*16 for
 bf16. A NaN/Inf where the reference is finite fails (a poisoned, uninitialised buffer reached an
 output).
 
-  --router    model (the model's own) or softmax_topk, softmax_topk_norm, topk_softmax,
-              sigmoid_grouped, sigmoid_prescale; default all five families
+  --router    model (the model's own) or softmax_topk, softmax_topk_norm, topk_softmax (with
+              GPT-OSS's router bias), sigmoid_grouped (DeepSeek-V3's, with its score-correction
+              bias), sigmoid_prescale; default all five families
   --routing   random, skewed, empty_experts, one_expert (the default: all four), or
               tiny_scores (sigmoid scores ~1e-8), adversarial
   --devices   1, 2, 4, 8 by default; each backend picks its parallelism for N devices
               (dense_einsum: dp=N; data-parallel backends: dp=N/2 x fsdp=2 from 4 devices;
               ep_ragged_a2a, ring_of_experts: ep as large as E allows, the rest fsdp), unless
               --parallelism fixes it (dp, fsdp, ep, tp); the table's "mesh" column says which
+  --tolerance X  the largest relative error that passes (default: 1e-5 for f32 models,
+              2^-8*16 for bf16)
   --hw NAME   fit-check every kernel custom-call's tiling against this chip's VMEM first
               (default tpu_v5p); a misfit fails the case with the numbers
   --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo, then
-              router_bias (if the model's router has a bias) and ws_0, ws_1, ws_o (if it has a
-              shared expert) -- the order `perfsim lower --phase fwd` prints; output y
+              router_bias (router matmul bias), router_score_bias (score-correction bias) and
+              ws_0, ws_1, ws_o (shared expert) where the model has them -- the order
+              `perfsim lower --phase fwd` prints; output y
               [tokens, D]; compared with --model's reference MoE on random inputs (x sharded
               over dp*fsdp*ep, experts over ep, weights' D over fsdp as --parallelism says)
 
@@ -97,8 +101,9 @@ std::string MeshText(const Parallelism& p) {
 }
 
 void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out) {
-  const std::vector<std::string> tensors = {"y",      "dx",   "d_router_w", "d_wi_0", "d_wi_1",
-                                            "d_wo",   "d_ws_0", "d_ws_1",   "d_ws_o"};
+  const std::vector<std::string> tensors = {"y",      "dx",     "d_router_w", "d_wi_0",
+                                            "d_wi_1", "d_wo",   "d_router_bias", "d_ws_0",
+                                            "d_ws_1", "d_ws_o"};
   out << fmt::format("{:<21} {:<18} {:<13} {:<7} {:>3} {:<11}", "backend", "router", "routing",
                      "phase", "dev", "mesh");
   for (const std::string& t : tensors) out << fmt::format(" {:>7}", t);
@@ -190,7 +195,8 @@ void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) 
 
 int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   std::vector<FlagSpec> specs = StepFlagSpecs();
-  for (const char* name : {"router", "routing", "devices", "seed", "format", "hlo", "hw"}) {
+  for (const char* name :
+       {"router", "routing", "devices", "seed", "format", "hlo", "hw", "tolerance"}) {
     specs.push_back({name, true});
   }
   specs.push_back({"help", false});
@@ -219,6 +225,15 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
     return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
                             "--seed: expected a non-negative integer; got '", flags->Get("seed"),
                             "'")),
+                        io);
+  }
+  double tolerance = 0;
+  if (flags->Has("tolerance") &&
+      (!absl::SimpleAtod(flags->Get("tolerance"), &tolerance) || !(tolerance > 0) ||
+       !std::isfinite(tolerance))) {
+    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
+                            "--tolerance: expected a positive number; got '",
+                            flags->Get("tolerance"), "'")),
                         io);
   }
   absl::StatusOr<std::vector<RoutingCase>> routings =
@@ -254,7 +269,7 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   } else {
     absl::StatusOr<Chip> chip = ResolveChip(flags->Get("hw", "tpu_v5p"));
     if (!chip.ok()) return ReportStatus(Annotate(chip.status(), "--hw"), io);
-    SuiteOptions options{.base = *base, .seed = seed, .chip = &*chip};
+    SuiteOptions options{.base = *base, .seed = seed, .chip = &*chip, .tolerance = tolerance};
     const std::string backend = flags->Get("backend", "all");
     if (backend != "all") options.backends = absl::StrSplit(backend, ',');
     for (const std::string& name : options.backends) {

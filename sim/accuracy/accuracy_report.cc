@@ -50,8 +50,9 @@ void PrintAccuracyTable(const AccuracyReport& report, std::ostream& out) {
   out << fmt::format("perfsim accuracy {}: {} rows, {} simulated, {} skipped\n", report.filename,
                      report.rows.size(), report.rows.size() - report.skipped, report.skipped);
   out << "Each row predicted in its own unit; err% = (predicted - measured) / measured * 100.\n"
-         "  physics: datasheet peaks (every efficiency 1); calibrated: factors fitted on all "
-         "rows;\n  loo: factors fitted on all rows but that one (out of sample).\n"
+         "  physics: datasheet peaks (every efficiency fraction 1, overhead 0); calibrated: "
+         "factors fitted on\n  all rows; loo: factors fitted on all rows but that one (out of "
+         "sample).\n"
          "  * measured value approximate or a range (the midpoint is used).\n\n";
   out << fmt::format("{:<6} {:<20} {:<9} {:<8} {:>9} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7}\n", "id",
                      "category", "chip", "unit", "measured", "physics", "err%", "calib.", "err%",

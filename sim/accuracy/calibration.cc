@@ -15,27 +15,42 @@ namespace perfsim {
 namespace {
 
 constexpr double kPriorWeight = 0.01;
-constexpr double kOverheadPriorSeconds = 10e-6;
+constexpr double kMinOverheadSpread = 2;
 constexpr double kMinFraction = 0.01;
 constexpr double kMaxOverheadSeconds = 1e-3;
 constexpr int kGoldenSteps = 60;
 constexpr int kMaxRounds = 2000;
 
-constexpr FactorKind kAllFactors[] = {FactorKind::kMatmul,
-                                      FactorKind::kHbm,
-                                      FactorKind::kRing,
-                                      FactorKind::kBidirectionalRing,
-                                      FactorKind::kDirect,
-                                      FactorKind::kHierarchical,
-                                      FactorKind::kGemmOverhead,
-                                      FactorKind::kCommOverhead};
+constexpr FactorKind kAllFactors[] = {FactorKind::kMatmul,       FactorKind::kHbm,
+                                      FactorKind::kRing,         FactorKind::kBidirectionalRing,
+                                      FactorKind::kDirect,       FactorKind::kHierarchical,
+                                      FactorKind::kGemmOverhead, FactorKind::kCommOverhead};
 
 // The variable the search moves: ln(fraction), or the overhead in seconds.
 double FromVariable(FactorKind kind, double x) { return IsFraction(kind) ? std::exp(x) : x; }
 
+// The datasheet-physics seconds per invocation of `kind` of the rows that inform the overhead,
+// sorted.
+std::vector<double> SecondsPerInvocation(const std::vector<const CalibrationRow*>& rows,
+                                         FactorKind kind) {
+  std::vector<double> seconds;
+  for (const CalibrationRow* row : rows) {
+    if (!ModelInforms(*row->model, kind)) continue;
+    seconds.push_back(ModelSeconds(*row->model, ChipFactors()) / row->model->invocations);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds;
+}
+
+double Median(const std::vector<double>& sorted) {
+  const size_t n = sorted.size();
+  return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
 class ChipObjective {
  public:
-  explicit ChipObjective(std::vector<const CalibrationRow*> rows) : rows_(std::move(rows)) {}
+  ChipObjective(std::vector<const CalibrationRow*> rows, std::map<FactorKind, double> scales)
+      : rows_(std::move(rows)), scales_(std::move(scales)) {}
 
   double operator()(const ChipFactors& factors, absl::Span<const FactorKind> fitted) const {
     double sum = 0;
@@ -44,8 +59,8 @@ class ChipObjective {
       sum += error * error;
     }
     for (FactorKind kind : fitted) {
-      const double prior = IsFraction(kind) ? std::log(factors.Get(kind))
-                                            : factors.Get(kind) / kOverheadPriorSeconds;
+      const double prior =
+          IsFraction(kind) ? std::log(factors.Get(kind)) : factors.Get(kind) / scales_.at(kind);
       sum += kPriorWeight * prior * prior;
     }
     return sum;
@@ -53,6 +68,7 @@ class ChipObjective {
 
  private:
   std::vector<const CalibrationRow*> rows_;
+  std::map<FactorKind, double> scales_;  // per fitted overhead
 };
 
 // Golden-section search of factor `kind` over its range, the others fixed.
@@ -109,10 +125,16 @@ ChipCalibration FitChip(const std::string& chip, const std::vector<const Calibra
       if (ModelInforms(*row->model, kind)) ids.push_back(row->id);
     }
     if (ids.empty()) continue;
+    if (!IsFraction(kind)) {
+      // A fixed cost and a rate are told apart only by rows of different lengths.
+      const std::vector<double> seconds = SecondsPerInvocation(rows, kind);
+      if (seconds.back() < kMinOverheadSpread * seconds.front()) continue;
+      out.prior_scale_seconds[kind] = Median(seconds);
+    }
     fitted.push_back(kind);
     out.fitted_on[kind] = std::move(ids);
   }
-  const ChipObjective objective(rows);
+  const ChipObjective objective(rows, out.prior_scale_seconds);
   double current = objective(out.factors, fitted);
   for (int round = 0; round < kMaxRounds && !fitted.empty(); ++round) {
     const double before = current;
@@ -135,32 +157,40 @@ ChipCalibration FitChip(const std::string& chip, const std::vector<const Calibra
 
 std::string Value(double v) { return fmt::format("{:.4g}", v); }
 
-double PreviousFraction(const EfficiencySpec& e, FactorKind kind) {
+// The value `e` holds for `kind`; an unset field reads as its datasheet value (ChipFactors()).
+double PreviousValue(const EfficiencySpec& e, FactorKind kind) {
+  const double datasheet = ChipFactors().Get(kind);
   switch (kind) {
     case FactorKind::kMatmul:
-      return e.matmul_fraction_of_peak();
+      return e.has_matmul_fraction_of_peak() ? e.matmul_fraction_of_peak() : datasheet;
     case FactorKind::kHbm:
-      return e.elementwise_fraction_of_peak();
+      return e.has_hbm_fraction_of_peak() ? e.hbm_fraction_of_peak() : datasheet;
     case FactorKind::kRing:
-      return e.collective_ring_fraction_of_peak();
+      return e.has_collective_ring_fraction_of_peak() ? e.collective_ring_fraction_of_peak()
+                                                      : datasheet;
     case FactorKind::kBidirectionalRing:
-      return e.collective_bidirectional_ring_fraction_of_peak();
+      return e.has_collective_bidirectional_ring_fraction_of_peak()
+                 ? e.collective_bidirectional_ring_fraction_of_peak()
+                 : datasheet;
     case FactorKind::kDirect:
-      return e.collective_direct_fraction_of_peak();
+      return e.has_collective_direct_fraction_of_peak() ? e.collective_direct_fraction_of_peak()
+                                                        : datasheet;
     case FactorKind::kHierarchical:
-      return e.collective_hierarchical_fraction_of_peak();
+      return e.has_collective_hierarchical_fraction_of_peak()
+                 ? e.collective_hierarchical_fraction_of_peak()
+                 : datasheet;
     case FactorKind::kGemmOverhead:
+      return e.has_grouped_matmul_overhead_seconds_per_group()
+                 ? e.grouped_matmul_overhead_seconds_per_group()
+                 : datasheet;
     case FactorKind::kCommOverhead:
-      break;
+      return e.has_collective_overhead_seconds() ? e.collective_overhead_seconds() : datasheet;
   }
-  return 1;
+  return datasheet;
 }
 
-// "M001 M002 M003" or "M057-M065 (9 rows)" style: the ids as given, shortened when long.
-std::string RowList(const std::vector<std::string>& ids) {
-  if (ids.size() <= 6) return absl::StrJoin(ids, " ");
-  return absl::StrCat(ids.front(), " .. ", ids.back(), " (", ids.size(), " rows)");
-}
+// "M001 M002 M003": every id, so that a reader can find each row.
+std::string RowList(const std::vector<std::string>& ids) { return absl::StrJoin(ids, " "); }
 
 }  // namespace
 
@@ -181,11 +211,12 @@ std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec&
                             absl::string_view source) {
   std::string block = absl::StrCat(
       "efficiency {\n"
-      "  # Fitted by `perfsim calibrate ",
+      "  # Written by `perfsim calibrate ",
       source,
-      "` (issue 7): least squares on the log error of the\n"
-      "  # rows named per factor (sim/accuracy/calibration.h); `perfsim accuracy` shows the\n"
-      "  # errors before, after and leave-one-out. Factors no row informs keep their value.\n");
+      "` (issue 7): least squares on the log error of\n"
+      "  # the rows named per factor (sim/accuracy/calibration.h). `perfsim accuracy` shows\n"
+      "  # every row's error at datasheet values, fitted, and leave-one-out. A factor no row\n"
+      "  # informs keeps its value.\n");
   std::vector<std::string> all_ids;
   for (FactorKind kind : kAllFactors) {
     auto it = fitted.fitted_on.find(kind);
@@ -195,22 +226,13 @@ std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec&
         if (std::find(all_ids.begin(), all_ids.end(), id) == all_ids.end()) all_ids.push_back(id);
       }
     }
-    if (!IsFraction(kind)) {
-      if (was_fitted) {
-        absl::StrAppend(&block, "  # Not written (proto/hardware.proto has no field): ",
-                        FactorFieldName(kind), " ", Value(fitted.factors.Get(kind) * 1e6),
-                        " us\n  # on top of compute.kernel_overhead_seconds, fitted on ",
-                        RowList(it->second), ".\n");
-      }
-      continue;
-    }
-    const double value = was_fitted ? fitted.factors.Get(kind) : PreviousFraction(previous, kind);
-    absl::StrAppend(&block, "  ", FactorFieldName(kind), ": ", Value(value),
-                    was_fitted ? absl::StrCat("  # fitted on ", RowList(it->second))
-                               : std::string("  # no row informs it: unchanged"),
-                    kind == FactorKind::kHbm && was_fitted
-                        ? " (HBM efficiency of memory-bound grouped matmuls)"
-                        : "",
+    const double value = was_fitted ? fitted.factors.Get(kind) : PreviousValue(previous, kind);
+    // Overheads are written in seconds; the comment says it in microseconds.
+    const std::string micros =
+        IsFraction(kind) ? "" : absl::StrCat(" ", Value(value * 1e6), " us;");
+    absl::StrAppend(&block, "  ", FactorFieldName(kind), ": ", Value(value), "  #", micros,
+                    was_fitted ? absl::StrCat(" fitted on ", RowList(it->second))
+                               : std::string(" no row informs it: unchanged"),
                     "\n");
   }
   std::sort(all_ids.begin(), all_ids.end());

@@ -8,19 +8,27 @@
 // Method (simple on purpose, so that every factor can be explained). Chips share no factor, so
 // each chip is fitted on its own rows. The factors fitted are those at least one of its rows
 // informs (ModelInforms: the row is bound by it at datasheet physics, or it is the row's
-// overhead); the others keep their datasheet value. They minimise
+// overhead); the others keep their datasheet value. An overhead is fitted only when its rows'
+// datasheet times per invocation span a factor of 2 at least: rows of one length cannot tell a
+// fixed cost from a slower rate (a leave-one-out fit of two rows would otherwise split the
+// difference by the prior alone). The factors fitted minimise
 //
 //   sum over rows (ln predicted - ln measured)^2  +  0.01 * sum over factors prior^2
 //
 // with prior = ln(fraction) for a fraction of peak (pulls towards the datasheet) and
-// overhead / 10 us for an overhead (pulls towards none): a 10 us overhead costs as much as a
-// fraction of 1/e. The log error treats a factor of 2 too fast like a factor of 2 too slow,
-// whatever the row's unit; the small prior keeps a factor that few rows inform from wandering
-// (a leave-one-out fit may leave a factor with no row: it then stays at the datasheet value),
-// and keeps an overhead from explaining what a fraction explains unless the short rows demand
-// it. Fractions lie in [0.01, 1], overheads in [0, 1 ms]. Minimisation: coordinate descent, a
-// golden-section search per factor (fractions on a log scale), rounds until the objective stops
-// improving (at most 2000). Deterministic: same rows, same bits.
+// overhead / scale for an overhead (pulls towards none), where scale is the median, over the
+// rows the overhead is fitted on, of the row's datasheet-physics time per invocation (per call,
+// or per group of a grouped matmul). So an overhead as long as its typical row costs as much as
+// a fraction of 1/e, whatever the rows' durations: the prior is as weak for the overheads as for
+// the fractions. (An absolute scale, 10 us, was tried first: it held the 0.6 ms fixed cost that
+// HybridEP's Torch-API timings show down to 4 us, and with it the FP8 rows, which move half
+// the bytes in that same fixed time, 45% out of sample.) The log error treats a factor of 2 too
+// fast like a factor of 2 too slow, whatever the row's unit; the small prior keeps a factor that
+// few rows inform from wandering (a leave-one-out fit may leave a factor with no row: it then
+// stays at the datasheet value). Fractions lie in [0.01, 1], overheads in [0, 1 ms].
+// Minimisation: coordinate descent, a golden-section search per factor (fractions on a log
+// scale), rounds until the objective stops improving (at most 2000). Deterministic: same rows,
+// same bits.
 #ifndef PERFSIM_SIM_ACCURACY_CALIBRATION_H_
 #define PERFSIM_SIM_ACCURACY_CALIBRATION_H_
 
@@ -47,6 +55,8 @@ struct ChipCalibration {
   ChipFactors factors;
   // Per factor kind: the ids of the rows that inform it; empty when it was not fitted.
   std::map<FactorKind, std::vector<std::string>> fitted_on;
+  // Per fitted overhead: the prior's scale, seconds (see the file comment).
+  std::map<FactorKind, double> prior_scale_seconds;
   double objective = 0;  // at the optimum
 };
 
@@ -58,10 +68,9 @@ struct Calibration {
 
 Calibration FitCalibration(absl::Span<const CalibrationRow> rows);
 
-// The `efficiency { ... }` block of a hardware textproto holding `fitted`: fitted fractions
-// with the rows they were fitted on, the others as in `previous` (the file's current factors),
-// fitted_on naming `source` and the rows; the grouped-matmul overhead (which has no field) as
-// a comment.
+// The `efficiency { ... }` block of a hardware textproto holding `fitted`: every factor, the
+// fitted ones with the rows they were fitted on, the others as in `previous` (the file's
+// current values), and fitted_on naming `source` and the rows.
 std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec& previous,
                             absl::string_view source);
 

@@ -48,7 +48,8 @@ absl::StatusOr<RowModel> GemmModel(const GroupedGemmScenario& gemm, const Chip& 
                  {FactorKind::kHbm, cost.memory_seconds}};
   model.fixed_seconds = cost.overhead_seconds;
   model.overhead = FactorKind::kGemmOverhead;
-  model.invocations = 1;
+  // CostGroupedMatmul charges the overhead per group of the call, empty groups included.
+  model.invocations = static_cast<double>(gemm.spec.num_groups);
   model.work = cost.work.flops;
   model.detail = absl::StrCat("compute ", Micros(cost.compute_seconds), ", memory ",
                               Micros(cost.memory_seconds), " (",
@@ -157,7 +158,7 @@ absl::StatusOr<RowModel> CollectiveModel(const CollectiveScenario& c, const std:
   PERFSIM_ASSIGN_OR_RETURN(CollectiveTime base, TimeCollective(c, datasheet));
   RowModel model;
   model.max_of_terms = false;
-  model.invocations = 1;
+  model.invocations = c.plateau ? 0 : 1;
   double scaled = 0;
   for (FactorKind kind : kCollectiveFactors) {
     ChipFactors half;
@@ -207,7 +208,7 @@ absl::string_view FactorFieldName(FactorKind kind) {
     case FactorKind::kMatmul:
       return "matmul_fraction_of_peak";
     case FactorKind::kHbm:
-      return "elementwise_fraction_of_peak";
+      return "hbm_fraction_of_peak";
     case FactorKind::kRing:
       return "collective_ring_fraction_of_peak";
     case FactorKind::kBidirectionalRing:
@@ -217,7 +218,7 @@ absl::string_view FactorFieldName(FactorKind kind) {
     case FactorKind::kHierarchical:
       return "collective_hierarchical_fraction_of_peak";
     case FactorKind::kGemmOverhead:
-      return "grouped_matmul_overhead_seconds";
+      return "grouped_matmul_overhead_seconds_per_group";
     case FactorKind::kCommOverhead:
       return "collective_overhead_seconds";
   }
@@ -255,11 +256,13 @@ absl::StatusOr<Chip> ChipWithFactors(absl::string_view name, const ChipFactors& 
   HardwareSpec spec = chip.proto();
   EfficiencySpec& e = *spec.mutable_efficiency();
   e.set_matmul_fraction_of_peak(factors.Get(FactorKind::kMatmul));
-  e.set_elementwise_fraction_of_peak(factors.Get(FactorKind::kHbm));
+  e.set_hbm_fraction_of_peak(factors.Get(FactorKind::kHbm));
   e.set_collective_ring_fraction_of_peak(factors.Get(FactorKind::kRing));
   e.set_collective_bidirectional_ring_fraction_of_peak(factors.Get(FactorKind::kBidirectionalRing));
   e.set_collective_direct_fraction_of_peak(factors.Get(FactorKind::kDirect));
   e.set_collective_hierarchical_fraction_of_peak(factors.Get(FactorKind::kHierarchical));
+  e.set_grouped_matmul_overhead_seconds_per_group(factors.Get(FactorKind::kGemmOverhead));
+  e.set_collective_overhead_seconds(factors.Get(FactorKind::kCommOverhead));
   return Chip::FromProto(std::move(spec));
 }
 

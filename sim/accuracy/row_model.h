@@ -17,19 +17,23 @@
 // the row's op class (grouped-matmul kernel, or communication op). That is exactly how sim/cost
 // and sim/comm apply the fractions of the chip's EfficiencySpec (a fraction divides the rate it
 // derates), so fitting needs no re-simulation; tests/accuracy checks it against a
-// re-simulation with the factors set in the chip. Three factors are this module's own: kHbm
-// (HBM efficiency of a grouped matmul's memory time; written to the hardware file as
-// elementwise_fraction_of_peak, which sim/cost applies to data-movement kernels) and the two
-// overheads (no hardware field holds them: they add to compute.kernel_overhead_seconds, which
-// sim/cost charges per kernel and sim/comm per collective).
+// re-simulation with the factors set in the chip. Every factor is a field of the chip's
+// EfficiencySpec (proto/hardware.proto) that `perfsim predict` and `perfsim cost` apply the same
+// way: the HBM fraction divides every kernel's memory time, the grouped-matmul overhead is
+// charged per group of a call (sim/cost/grouped_matmul.cc) and the collective overhead per
+// collective (sim/comm/topology.cc), both on top of compute.kernel_overhead_seconds.
 //
 // Per scenario (scenario.h):
-//   grouped GEMM   max(compute / matmul, memory / hbm) + kernel overhead + overhead
+//   grouped GEMM   max(compute / matmul, memory / hbm) + kernel overhead
+//                  + groups * grouped-matmul overhead (per group, empty groups included)
 //   EP, one node   routed all-to-all of the expected traffic: transfer / direct + latency
+//                  + collective overhead
 //   EP, N nodes    max(IB stage / hierarchical, NVLink stage / direct) + both latencies
+//                  + collective overhead
 //   collective     the collective time's transfer split by the algorithm factor of each phase
 //                  (found by halving one factor at a time: the time grows by exactly the
-//                  transfer that factor divides).
+//                  transfer that factor divides) + collective overhead, except on a plateau
+//                  row (scenario.h), which has none.
 #ifndef PERFSIM_SIM_ACCURACY_ROW_MODEL_H_
 #define PERFSIM_SIM_ACCURACY_ROW_MODEL_H_
 
@@ -45,19 +49,19 @@
 namespace perfsim {
 
 enum class FactorKind {
-  kMatmul,              // efficiency.matmul_fraction_of_peak
-  kHbm,                 // HBM efficiency of memory-bound kernels (elementwise_fraction_of_peak)
-  kRing,                // efficiency.collective_ring_fraction_of_peak
-  kBidirectionalRing,   // efficiency.collective_bidirectional_ring_fraction_of_peak
-  kDirect,              // efficiency.collective_direct_fraction_of_peak
-  kHierarchical,        // efficiency.collective_hierarchical_fraction_of_peak
-  kGemmOverhead,        // seconds added to every grouped-matmul call (no hardware field)
-  kCommOverhead,        // seconds added to every collective / dispatch / combine (no field)
+  kMatmul,             // efficiency.matmul_fraction_of_peak
+  kHbm,                // efficiency.hbm_fraction_of_peak (memory time of every kernel)
+  kRing,               // efficiency.collective_ring_fraction_of_peak
+  kBidirectionalRing,  // efficiency.collective_bidirectional_ring_fraction_of_peak
+  kDirect,             // efficiency.collective_direct_fraction_of_peak
+  kHierarchical,       // efficiency.collective_hierarchical_fraction_of_peak
+  kGemmOverhead,       // efficiency.grouped_matmul_overhead_seconds_per_group
+  kCommOverhead,       // efficiency.collective_overhead_seconds (collective, dispatch, combine)
 };
 inline constexpr int kNumFactorKinds = 8;
 
-// The hardware-file field: "matmul_fraction_of_peak", ..., "grouped_matmul_overhead_seconds",
-// "collective_overhead_seconds" (the last two are not fields of proto/hardware.proto).
+// The EfficiencySpec field: "matmul_fraction_of_peak", "hbm_fraction_of_peak", ...,
+// "grouped_matmul_overhead_seconds_per_group", "collective_overhead_seconds".
 absl::string_view FactorFieldName(FactorKind kind);
 // Short name for tables: "matmul", "hbm", "ring", "bidir_ring", "direct", "hierarchical",
 // "gmm_overhead", "comm_overhead".
@@ -72,8 +76,9 @@ struct ChipFactors {
   void Set(FactorKind kind, double value) { values[static_cast<int>(kind)] = value; }
 };
 
-// The built-in chip `name` with its efficiency fractions set from `factors` (kHbm becomes
-// elementwise_fraction_of_peak; the overhead has no field and is ignored).
+// The built-in chip `name` with every field of its EfficiencySpec set from `factors`: with
+// ChipFactors() it is the datasheet chip (fractions 1, overheads 0) whatever the shipped
+// hardware file was calibrated to.
 absl::StatusOr<Chip> ChipWithFactors(absl::string_view name, const ChipFactors& factors);
 
 struct FactorTerm {
@@ -87,7 +92,8 @@ struct RowModel {
   std::vector<FactorTerm> terms;
   double fixed_seconds = 0;
   FactorKind overhead = FactorKind::kCommOverhead;  // the op class's overhead factor
-  double invocations = 0;                           // multiplies it
+  // Multiplies it: the groups of a grouped matmul, 1 per collective, 0 on a plateau row.
+  double invocations = 0;
   ScenarioMetric metric = ScenarioMetric::kTime;
   MeasurementUnit unit = MeasurementUnit::kMicroseconds;
   // kThroughput: useful flops; bandwidths: the bytes the metric counts (scenario.h).

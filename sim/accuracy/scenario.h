@@ -43,9 +43,9 @@
 //       (sim/comm/collectives.h). Without an op_shape the collective is named in metric, derived
 //       or notes ("all-to-all", "alltoall", "all-gather", "all-reduce", "reduce-scatter") over
 //       every chip of num_chips ("2+ nodes": 2 nodes), with a 1 GiB buffer per rank (the large-
-//       message end of an nccl-tests sweep). Metric: a time; "busBw" (algorithm bytes·(n−1)/n
-//       per second, 2(n−1)/n for all-reduce); or "IB bandwidth per NIC" (bytes on one NIC per
-//       second).
+//       message end of an nccl-tests sweep: the plateau, where no per-call overhead shows).
+//       Metric: a time; "busBw" (algorithm bytes·(n−1)/n per second, 2(n−1)/n for all-reduce);
+//       or "IB bandwidth per NIC" (bytes on one NIC per second).
 // Anything else — another category, a chip that is not built in, a unit that does not fit the
 // metric, a missing shape — is a skipped row with its reason. A cell that is present but
 // malformed where a number must be (e.g. "N=4O96") is an InvalidArgument "file:line:col: ...".
@@ -103,6 +103,9 @@ struct CollectiveScenario {
   std::vector<int64_t> group;  // device ids
   double bytes = 0;            // per device, as sim/comm/collectives.h defines for the kind
   std::string link_dimension;  // kLinkBandwidth: the topology dimension whose link is measured
+  // An achievable bandwidth with no message size (the plateau of an nccl-tests sweep, simulated
+  // at 1 GiB): a per-call overhead has vanished there, so the row neither pays nor informs it.
+  bool plateau = false;
 };
 
 struct Scenario {

@@ -257,7 +257,8 @@ absl::StatusOr<MappedRow> MapCollectiveRow(const Measurement& row, const Chip& c
       return SkippedRow("num_chips: expected a GPU count or 'N nodes'");
     }
     c.slice = absl::StrCat(*chips);
-    array_text = " of 1 GiB per rank";
+    c.plateau = true;
+    array_text = " of 1 GiB per rank (a sweep's plateau: no per-call overhead)";
   }
   absl::StatusOr<Topology> topology = Topology::Create(chip, c.slice);
   if (!topology.ok()) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace perfsim {
@@ -49,38 +48,42 @@ absl::StatusOr<GroupLayout> AnalyzeGroup(const Topology& topology,
   if (devices.empty()) {
     return absl::InvalidArgumentError("device group: expected at least one device; got none");
   }
-  absl::flat_hash_set<int64_t> seen;
   const int64_t rank = topology.rank();
-  std::vector<std::vector<int64_t>> positions(rank);
   for (int64_t d : devices) {
     if (d < 0 || d >= topology.num_devices()) {
       return absl::InvalidArgumentError(
           absl::StrCat("device group: expected device ids in [0, ", topology.num_devices(), ") of ",
                        topology.chip_name(), " ", topology.slice_shape(), "; got ", d));
     }
-    if (!seen.insert(d).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device group: expected distinct devices; got ", d, " twice"));
-    }
-    const std::vector<int64_t> c = topology.Coordinates(d);
-    for (int64_t i = 0; i < rank; ++i) positions[i].push_back(c[i]);
+  }
+  std::vector<int64_t> p(devices.begin(), devices.end());
+  std::sort(p.begin(), p.end());
+  const auto repeated = std::adjacent_find(p.begin(), p.end());
+  if (repeated != p.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device group: expected distinct devices; got ", *repeated, " twice"));
   }
 
   GroupLayout layout;
   layout.size = static_cast<int64_t>(devices.size());
+  std::vector<char> present;
   int64_t product = 1;
   bool evenly_spaced = true;
   for (int64_t i = 0; i < rank; ++i) {
-    std::vector<int64_t>& p = positions[i];
-    std::sort(p.begin(), p.end());
-    p.erase(std::unique(p.begin(), p.end()), p.end());
+    // The distinct positions of the group along dimension i, ascending.
+    const TopologyDimension& dim = topology.dimension(i);
+    present.assign(dim.size, 0);
+    for (int64_t d : devices) present[topology.Position(d, i)] = 1;
+    p.clear();
+    for (int64_t position = 0; position < dim.size; ++position) {
+      if (present[position]) p.push_back(position);
+    }
     const int64_t k = static_cast<int64_t>(p.size());
     product *= k;
     if (k == 1) continue;
     DimensionSpan span;
     span.dimension = i;
     span.size = k;
-    const TopologyDimension& dim = topology.dimension(i);
     if (dim.kind == LinkKind::kTorus) {
       const TorusFit fit = FitTorusPositions(p, dim);
       evenly_spaced = evenly_spaced && fit.regular;

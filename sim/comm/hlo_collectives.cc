@@ -3,11 +3,14 @@
 #include "sim/comm/hlo_collectives.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "sim/comm/group.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -88,23 +91,27 @@ absl::Status CheckId(const Instruction& instruction, const IdSpace& space, int64
 absl::StatusOr<std::vector<std::vector<int64_t>>> DeviceGroups(const Instruction& instruction,
                                                                const DeviceGrid& grid) {
   const IdSpace space = IdSpaceOf(instruction, grid);
-  std::vector<std::vector<int64_t>> written;
+  std::vector<std::vector<int64_t>> all;
+  const std::vector<std::vector<int64_t>>* written = &all;
   const auto& replica_groups = instruction.attributes().replica_groups;
   if (replica_groups.has_value() && !replica_groups->groups.empty()) {
-    written = replica_groups->groups;
+    written = &replica_groups->groups;
   } else {
-    written.emplace_back();
-    for (int64_t i = 0; i < space.size; ++i) written.back().push_back(i);
+    all.emplace_back(space.size);
+    for (int64_t i = 0; i < space.size; ++i) all.back()[i] = i;
   }
   std::vector<std::vector<int64_t>> groups;
+  groups.reserve(space.bases.size() * written->size());
   for (int64_t base : space.bases) {
-    for (const std::vector<int64_t>& ids : written) {
-      std::vector<int64_t> devices;
-      for (int64_t id : ids) {
-        PERFSIM_RETURN_IF_ERROR(CheckId(instruction, space, id));
-        devices.push_back(base + id * space.stride);
+    for (const std::vector<int64_t>& ids : *written) {
+      if (ids.empty()) continue;
+      std::vector<int64_t>& devices = groups.emplace_back(ids.size());
+      for (size_t k = 0; k < ids.size(); ++k) {
+        if (ids[k] < 0 || ids[k] >= space.size) {
+          return CheckId(instruction, space, ids[k]);
+        }
+        devices[k] = base + ids[k] * space.stride;
       }
-      if (!devices.empty()) groups.push_back(std::move(devices));
     }
   }
   return groups;
@@ -135,10 +142,73 @@ absl::StatusOr<CollectiveCost> CostGroups(const Instruction& instruction, const 
   CollectiveCost cost;
   cost.num_groups = static_cast<int64_t>(groups.size());
   bool first = true;
+  // A regular group's time depends only on how it lies on the topology (group.h), so groups of
+  // one layout (the many groups of one mesh axis) are costed once. A group that is the first
+  // regular group shifted by a device offset without a carry in any coordinate lies the same
+  // way, which a look at its ids shows without analysing it.
+  std::map<std::pair<std::vector<int64_t>, double>, CollectiveTime> by_layout;
+  std::vector<int64_t> layout_key;
+  struct Reference {
+    const std::vector<int64_t>* devices = nullptr;
+    std::vector<int64_t> max_position;  // per dimension, over the group
+    double payload = 0;
+    CollectiveTime time;
+  };
+  std::optional<Reference> reference;
+  auto shifted_reference = [&](const std::vector<int64_t>& group, double payload) {
+    if (!reference.has_value() || payload != reference->payload ||
+        group.size() != reference->devices->size()) {
+      return false;
+    }
+    const int64_t delta = group[0] - (*reference->devices)[0];
+    if (delta < 0 || delta >= topology.num_devices()) return false;
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (group[k] != (*reference->devices)[k] + delta) return false;
+    }
+    for (int64_t i = 0; i < topology.rank(); ++i) {
+      const TopologyDimension& dim = topology.dimension(i);
+      if (reference->max_position[i] + (delta / dim.device_stride) % dim.size >= dim.size) {
+        return false;
+      }
+    }
+    return true;
+  };
   for (const std::vector<int64_t>& group : groups) {
     const double payload = scale_by_group_size ? bytes * static_cast<double>(group.size()) : bytes;
-    absl::StatusOr<CollectiveTime> time = collective(payload, group, topology);
-    if (!time.ok()) return Annotate(time.status(), instruction.name());
+    absl::StatusOr<CollectiveTime> time;
+    if (shifted_reference(group, payload)) {
+      time = reference->time;
+    } else {
+      absl::StatusOr<GroupLayout> layout = AnalyzeGroup(topology, group);
+      if (!layout.ok()) return Annotate(layout.status(), instruction.name());
+      layout_key.clear();
+      for (const DimensionSpan& span : layout->spans) {
+        layout_key.insert(layout_key.end(),
+                          {span.dimension, span.size, span.stride, span.closed_ring ? 1 : 0});
+      }
+      layout_key.push_back(layout->size);
+      auto memo = layout->regular ? by_layout.find({layout_key, payload}) : by_layout.end();
+      time = memo != by_layout.end() ? absl::StatusOr<CollectiveTime>(memo->second)
+                                     : collective(payload, group, topology);
+      if (!time.ok()) return Annotate(time.status(), instruction.name());
+      if (layout->regular && memo == by_layout.end()) {
+        by_layout.emplace(std::make_pair(layout_key, payload), *time);
+      }
+      if (layout->regular && !reference.has_value()) {
+        reference.emplace();
+        reference->devices = &group;
+        reference->payload = payload;
+        reference->time = *time;
+        reference->max_position.assign(topology.rank(), 0);
+        for (int64_t d : group) {
+          for (int64_t i = 0; i < topology.rank(); ++i) {
+            const TopologyDimension& dim = topology.dimension(i);
+            reference->max_position[i] =
+                std::max(reference->max_position[i], (d / dim.device_stride) % dim.size);
+          }
+        }
+      }
+    }
     cost.group_size = std::max<int64_t>(cost.group_size, static_cast<int64_t>(group.size()));
     if (first || time->seconds > cost.seconds) {
       first = false;

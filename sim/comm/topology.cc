@@ -223,13 +223,22 @@ absl::StatusOr<Topology> Topology::Create(const Chip& chip, absl::string_view sl
     t.dimensions_[i].device_stride = stride;
     stride *= t.dimensions_[i].size;
   }
+  // Coordinates of every device, row-major: the collective models look them up per device.
+  auto table = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(devices * t.rank()));
+  for (int64_t d = 0, k = 0; d < devices; ++d) {
+    for (int64_t i = 0; i < t.rank(); ++i, ++k) {
+      (*table)[k] = static_cast<int32_t>((d / t.dimensions_[i].device_stride) % t.dimensions_[i].size);
+    }
+  }
+  t.coordinates_ = std::move(table);
 
   std::vector<int64_t> shown;
   for (const TopologyDimension& d : t.dimensions_) {
     if (d.kind != LinkKind::kOnChip) shown.push_back(d.size);
   }
   t.slice_shape_ = JoinSizes(shown);
-  t.collective_fixed_seconds_ = chip.proto().compute().kernel_overhead_seconds();
+  t.collective_fixed_seconds_ = chip.proto().compute().kernel_overhead_seconds() +
+                                chip.proto().efficiency().collective_overhead_seconds();
   t.efficiency_ = chip.proto().efficiency();
   return t;
 }
@@ -242,11 +251,8 @@ int64_t Topology::FindDimension(absl::string_view name) const {
 }
 
 std::vector<int64_t> Topology::Coordinates(int64_t device) const {
-  std::vector<int64_t> coordinates(dimensions_.size());
-  for (int64_t i = 0; i < rank(); ++i) {
-    coordinates[i] = (device / dimensions_[i].device_stride) % dimensions_[i].size;
-  }
-  return coordinates;
+  const int32_t* c = CoordinatesOf(device);
+  return std::vector<int64_t>(c, c + rank());
 }
 
 int64_t Topology::DeviceId(absl::Span<const int64_t> coordinates) const {

@@ -33,6 +33,7 @@
 #define PERFSIM_SIM_COMM_TOPOLOGY_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,14 @@ class Topology {
 
   // Coordinates of `device` (0 <= device < num_devices()), one per dimension.
   std::vector<int64_t> Coordinates(int64_t device) const;
+  // The same without a copy: rank() positions from a table made once per topology.
+  const int32_t* CoordinatesOf(int64_t device) const {
+    return coordinates_->data() + device * rank();
+  }
+  // Position of `device` along dimension `dimension`.
+  int64_t Position(int64_t device, int64_t dimension) const {
+    return (*coordinates_)[device * rank() + dimension];
+  }
   // Inverse of Coordinates; coordinates must be in range.
   int64_t DeviceId(absl::Span<const int64_t> coordinates) const;
   // The chip a device belongs to, 0 .. num_chips()-1.
@@ -103,7 +112,8 @@ class Topology {
   // Every dimension with its kind, size, wraparound and bandwidth (example above).
   std::string ToString() const;
 
-  // Fixed cost of one collective (its launch): the chip's kernel_overhead_seconds.
+  // Fixed cost of one collective: the chip's kernel_overhead_seconds (its launch) plus
+  // efficiency.collective_overhead_seconds (calibrated, issue 7).
   double collective_fixed_seconds() const { return collective_fixed_seconds_; }
   // The chip's efficiency factors (unset ones are 1, see sim/hw/chip.h).
   const EfficiencySpec& efficiency() const { return efficiency_; }
@@ -118,6 +128,8 @@ class Topology {
   int64_t devices_per_chip_ = 1;
   double collective_fixed_seconds_ = 0;
   EfficiencySpec efficiency_;
+  // num_devices_ × rank() positions, shared by copies.
+  std::shared_ptr<const std::vector<int32_t>> coordinates_;
 };
 
 // Parses "4x8x8" into {4, 8, 8}; every size a positive integer.

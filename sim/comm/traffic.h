@@ -66,7 +66,26 @@ struct TrafficTime {
 
 // InvalidArgument when the matrix is malformed (size, repeated or out-of-range devices,
 // negative or non-finite bytes).
+//
+// Speed. When the devices form a box (the product of one set of positions per dimension,
+// listed in row-major order, as the replica group of a mesh axis is), the loads come from
+// per-dimension sums of the matrix rather than from routing each of the n² flows: the leg of
+// flow s -> t along dimension d runs at positions (t_<d, ·, s_>d) from s_d to t_d, so one sum
+// over s_<d and t_>d gives every leg's bytes. Link loads are then sums in another order than
+// flow by flow: the same bits whenever the byte counts are integers (or halves) below 2^52, as
+// routing-derived traffic always is, and within rounding otherwise.
 absl::StatusOr<TrafficTime> RouteTraffic(const TrafficMatrix& matrix, const Topology& topology);
+
+// RouteTraffic of the matrix in which every device sends to_each[j] bytes to each other device
+// j (an exchange where every source has the same rows, e.g. a uniform dispatch), or
+// from_each[i] bytes from device i to each other device (its combine). The same result as the
+// full matrix for integer byte counts, in O(n) link work on a box instead of O(n²).
+absl::StatusOr<TrafficTime> RouteTrafficToEach(const std::vector<int64_t>& devices,
+                                               const std::vector<double>& to_each,
+                                               const Topology& topology);
+absl::StatusOr<TrafficTime> RouteTrafficFromEach(const std::vector<int64_t>& devices,
+                                                 const std::vector<double>& from_each,
+                                                 const Topology& topology);
 
 }  // namespace perfsim
 

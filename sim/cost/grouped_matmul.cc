@@ -181,9 +181,22 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
       cost.unknown_rates.push_back("compute.transcendentals_per_second");
     }
   }
-  const KernelTime t =
-      CombineRoofline(compute, cost.work.bytes_accessed / DeviceHbmBytesPerSecond(chip),
-                      chip.proto().compute().kernel_overhead_seconds());
+  // The efficiency block (issue 7): HBM efficiency as for every kernel, and a fixed cost per
+  // group of the call (empty groups included: group metadata, a grid bounded by tiles + groups).
+  const EfficiencySpec& e = chip.proto().efficiency();
+  const double hbm = DeviceHbmBytesPerSecond(chip) * e.hbm_fraction_of_peak();
+  // Grid steps: each TensorCore of the device runs its share of the n tiles (the parallel
+  // grid dimension) for every visited m-tile and k tile, and pays the per-step cost for each.
+  const int64_t cores = chip.is_tpu() ? DeviceCores(chip) : 1;
+  cost.grid_steps_per_core =
+      CeilDiv(cost.work.tiles_n, cores) * cost.work.visited_m_tiles * cost.work.tiles_k;
+  const double step_seconds = static_cast<double>(cost.grid_steps_per_core) *
+                              chip.proto().compute().grid_step_overhead_seconds();
+  const KernelTime t = CombineRoofline(
+      compute, cost.work.bytes_accessed / hbm,
+      chip.proto().compute().kernel_overhead_seconds() +
+          static_cast<double>(spec.num_groups) * e.grouped_matmul_overhead_seconds_per_group() +
+          step_seconds);
   cost.compute_seconds = t.compute_seconds;
   cost.memory_seconds = t.memory_seconds;
   cost.overhead_seconds = t.overhead_seconds;

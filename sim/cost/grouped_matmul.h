@@ -40,8 +40,13 @@
 //   - Time (CostGroupedMatmul): compute = executed flops at the matrix-unit rate of the
 //     operand types, the tiles_n steps spread over the TensorCores of a megacore TPU device
 //     (the only "parallel" grid dimension), plus fused_ffn's activation on the vector and
-//     transcendental units; memory = bytes / HBM bandwidth; plus the kernel overhead; the
-//     larger of compute and memory bounds it.
+//     transcendental units; memory = bytes / (HBM bandwidth · efficiency.hbm_fraction_of_peak);
+//     plus the kernel overhead, num_groups ·
+//     efficiency.grouped_matmul_overhead_seconds_per_group, and grid_steps_per_core ·
+//     compute.grid_step_overhead_seconds (a Pallas grid step's fixed cost; TPU only); the
+//     larger of compute and memory bounds it. The per-step cost is what separates tilings
+//     whose roofline is the same: with (tm, 7168, 2048) on a DeepSeek-V3 gmm, tm = 8 runs 16×
+//     the grid steps of tm = 128.
 #ifndef PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 #define PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 
@@ -111,6 +116,9 @@ absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& sp
 
 struct GroupedMatmulCost {
   GroupedMatmulWork work;
+  // Grid steps one TensorCore runs: ceil(tiles_n / cores) · visited m-tiles · tiles_k (the n
+  // tiles are the grid's parallel dimension, split over a megacore device's TensorCores).
+  int64_t grid_steps_per_core = 0;
   double compute_seconds = 0;
   double memory_seconds = 0;
   double overhead_seconds = 0;

@@ -66,6 +66,16 @@ MatmulProblem DotProblem(const Instruction& dot, const DotDimensionNumbers& d) {
   return p;
 }
 
+// XLA's algebraic simplifier rewrites a dot in which one operand has no free dimension
+// (a matrix-vector or vector-vector product: m == 1 or n == 1 in the [batch, m, k] x
+// [batch, k, n] view) or nothing to contract (k == 1, an outer product) into an elementwise
+// multiply and a reduce ("dot strength reduction", xla/hlo/transforms/simplifiers/
+// algebraic_simplifier.cc; recalled, not in shared/reference), which runs as a loop fusion on
+// the vector units. Padding such a dot to matrix-unit tiles charges far more than it does: the
+// MoE combine's weighted sum of K = 8 rows of width 7168 for 4096 tokens is 0.47 GFLOP, but
+// padded to v7x MXU tiles (k = 8 -> 256, n = 1 -> 256) it would be 3.8 TFLOP, 3.3 ms.
+bool RunsOnVectorUnits(const MatmulProblem& p) { return p.m == 1 || p.n == 1 || p.k == 1; }
+
 void AddMatmul(const MatmulTime& t, ComputeWork& work) {
   work.seconds += t.seconds;
   work.matmul = true;
@@ -108,14 +118,21 @@ void AddVectorWork(const OpCounts& counts, const Chip& chip, ComputeWork& work) 
 void AddComputeWork(const Instruction& instruction, const Chip& chip, const CountOptions& truth,
                     ComputeWork& work) {
   switch (instruction.opcode()) {
-    case Opcode::kDot:
-      if (instruction.operand_count() == 2) {
-        AddMatmul(TimeMatmul(DotProblem(instruction, instruction.attributes().dot_dimension_numbers.value_or(
-                                                         DotDimensionNumbers{})),
-                             chip),
-                  work);
+    case Opcode::kDot: {
+      if (instruction.operand_count() != 2) return;
+      const MatmulProblem p = DotProblem(
+          instruction, instruction.attributes().dot_dimension_numbers.value_or(DotDimensionNumbers{}));
+      if (RunsOnVectorUnits(p)) {
+        // Strength-reduced: multiplies and a reduction on the vector units, no matrix tiles.
+        AddVectorWork(OpCounts{.flops = 2.0 * static_cast<double>(p.batch) *
+                                        static_cast<double>(p.m) * static_cast<double>(p.n) *
+                                        static_cast<double>(p.k)},
+                      chip, work);
+        return;
       }
+      AddMatmul(TimeMatmul(p, chip), work);
       return;
+    }
     case Opcode::kRaggedDot: {
       if (instruction.operand_count() != 3) return;
       const RaggedDotDimensionNumbers rdn =
@@ -351,8 +368,8 @@ absl::StatusOr<OpCost> CostInstruction(const Instruction& instruction, const Chi
 
   ComputeWork work;
   AddComputeWork(instruction, chip, truth, work);
-  double bandwidth = DeviceHbmBytesPerSecond(chip);
-  if (!work.matmul) bandwidth *= chip.proto().efficiency().elementwise_fraction_of_peak();
+  const double bandwidth =
+      DeviceHbmBytesPerSecond(chip) * chip.proto().efficiency().hbm_fraction_of_peak();
   const KernelTime t =
       CombineRoofline(work.seconds, std::max(0.0, true_counts.bytes_accessed) / bandwidth, overhead);
   cost.compute_seconds = t.compute_seconds;

@@ -13,8 +13,10 @@
 //               padding and waves, roofline.h) + vector time (flops at
 //               vector_f32_flops_per_second) + transcendental time (transcendentals at
 //               transcendentals_per_second), summed over the fused instructions of a fusion;
-//     memory  = true bytes / HBM bandwidth (times elementwise_fraction_of_peak for kernels
-//               without a matmul);
+//               a dot with no free dimension on one side or nothing to contract (m, n or k
+//               is 1: a matrix-vector product, an outer product) is vector work, 2·b·m·n·k
+//               flops without tile padding, as XLA strength-reduces it to multiply + reduce;
+//     memory  = true bytes / (HBM bandwidth * efficiency.hbm_fraction_of_peak);
 //     seconds = max(compute, memory) + kernel_overhead_seconds.
 //   perfsim.gmm / perfsim.tgmm / perfsim.fused_ffn: the grouped-matmul model (grouped_matmul.h).
 //   collectives (and -start/-done, async wrappers of them): sim/comm on options.topology;

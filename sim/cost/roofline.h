@@ -19,8 +19,7 @@
 //   - f32 matmuls on a GPU run on the tensor cores in TF32 (peak_f32_matmul_flops_per_second),
 //     or on the vector units at `highest` precision.
 // Efficiency factors of the chip's EfficiencySpec apply per op class: matmul_fraction_of_peak
-// to matrix-unit rates, elementwise_fraction_of_peak to the HBM bandwidth of non-matmul
-// kernels.
+// to matrix-unit rates, hbm_fraction_of_peak to the HBM bandwidth of every kernel.
 #ifndef PERFSIM_SIM_COST_ROOFLINE_H_
 #define PERFSIM_SIM_COST_ROOFLINE_H_
 

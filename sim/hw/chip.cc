@@ -19,9 +19,7 @@ void ApplyDefaults(HardwareSpec& spec) {
 
   EfficiencySpec& efficiency = *spec.mutable_efficiency();
   if (!efficiency.has_matmul_fraction_of_peak()) efficiency.set_matmul_fraction_of_peak(1.0);
-  if (!efficiency.has_elementwise_fraction_of_peak()) {
-    efficiency.set_elementwise_fraction_of_peak(1.0);
-  }
+  if (!efficiency.has_hbm_fraction_of_peak()) efficiency.set_hbm_fraction_of_peak(1.0);
   if (!efficiency.has_collective_ring_fraction_of_peak()) {
     efficiency.set_collective_ring_fraction_of_peak(1.0);
   }
@@ -34,8 +32,15 @@ void ApplyDefaults(HardwareSpec& spec) {
   if (!efficiency.has_collective_hierarchical_fraction_of_peak()) {
     efficiency.set_collective_hierarchical_fraction_of_peak(1.0);
   }
+  if (!efficiency.has_grouped_matmul_overhead_seconds_per_group()) {
+    efficiency.set_grouped_matmul_overhead_seconds_per_group(0.0);
+  }
+  if (!efficiency.has_collective_overhead_seconds()) {
+    efficiency.set_collective_overhead_seconds(0.0);
+  }
   if (efficiency.fitted_on().empty()) {
-    efficiency.set_fitted_on("not calibrated: unset factors default to 1 (datasheet peaks)");
+    efficiency.set_fitted_on(
+        "not calibrated: unset fractions default to 1 (datasheet peaks), overheads to 0");
   }
 }
 

@@ -38,6 +38,12 @@ class HardwareChecker {
       problems_.Add(path, "expected a fraction in (0, 1]; " + Got(value));
     }
   }
+  // A fixed cost in seconds: >= 0 and below a second (a larger one is a unit mistake).
+  void OverheadSeconds(const std::string& path, double value) {
+    if (!(std::isfinite(value) && value >= 0 && value < 1)) {
+      problems_.Add(path, "expected seconds in [0, 1); " + Got(value));
+    }
+  }
   // A field that does not apply to this kind of chip must stay unset.
   void Unused(const std::string& path, double value, absl::string_view kind) {
     if (value != 0) {
@@ -220,8 +226,8 @@ void CheckEfficiency(const HardwareSpec& spec, HardwareChecker& check) {
   if (e.has_matmul_fraction_of_peak()) {
     check.Fraction("efficiency.matmul_fraction_of_peak", e.matmul_fraction_of_peak());
   }
-  if (e.has_elementwise_fraction_of_peak()) {
-    check.Fraction("efficiency.elementwise_fraction_of_peak", e.elementwise_fraction_of_peak());
+  if (e.has_hbm_fraction_of_peak()) {
+    check.Fraction("efficiency.hbm_fraction_of_peak", e.hbm_fraction_of_peak());
   }
   if (e.has_collective_ring_fraction_of_peak()) {
     check.Fraction("efficiency.collective_ring_fraction_of_peak",
@@ -238,6 +244,14 @@ void CheckEfficiency(const HardwareSpec& spec, HardwareChecker& check) {
   if (e.has_collective_hierarchical_fraction_of_peak()) {
     check.Fraction("efficiency.collective_hierarchical_fraction_of_peak",
                    e.collective_hierarchical_fraction_of_peak());
+  }
+  if (e.has_grouped_matmul_overhead_seconds_per_group()) {
+    check.OverheadSeconds("efficiency.grouped_matmul_overhead_seconds_per_group",
+                          e.grouped_matmul_overhead_seconds_per_group());
+  }
+  if (e.has_collective_overhead_seconds()) {
+    check.OverheadSeconds("efficiency.collective_overhead_seconds",
+                          e.collective_overhead_seconds());
   }
 }
 

@@ -16,8 +16,10 @@
 //   - SPMD: `num_devices` virtual devices each run the entry computation on their own inputs;
 //     collectives exchange real data (see collectives.h for groups and ragged-all-to-all);
 //   - custom-calls run registered reference implementations (custom_calls.h): AllocateBuffer,
-//     perfsim.gmm, perfsim.tgmm, XLA:CPU's TopK and the sharding annotations; an unknown
-//     target is an error naming it;
+//     perfsim.gmm, perfsim.tgmm, perfsim.fused_ffn, XLA:CPU's TopK and the sharding
+//     annotations; an unknown target is an error naming it;
+//   - complex types (c64, c128) as XLA defines them (scalar_ops.h); stochastic-convert with
+//     XLA's rounding rule (evaluator_elementwise.cc);
 //   - `rng` draws from perfsim's own stream seeded by InterpreterOptions::seed (same
 //     distribution as XLA, not the same bits); set-dimension-size passes data through (dynamic
 //     sizes are not modelled);
@@ -31,9 +33,8 @@
 //   rng-bit-generator                                   bit streams specific to XLA's Philox /
 //                                                       ThreeFry implementations
 //   dynamic-reshape                                     dynamic shapes are not modelled
-// and what is not implemented yet (TODO(#3)): stochastic-convert and complex element types
-// (c64, c128). A `constant({...})` whose values were elided from a dump is an error too: its
-// values are unknown.
+// A `constant({...})` whose values were elided from a dump is an error too: its values are
+// unknown.
 #ifndef PERFSIM_SIM_INTERP_INTERPRETER_H_
 #define PERFSIM_SIM_INTERP_INTERPRETER_H_
 

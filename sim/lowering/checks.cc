@@ -36,11 +36,15 @@ absl::Status Mismatch(const Instruction& instruction, absl::string_view what, in
 
 constexpr absl::string_view kTransposedHint =
     ": a weight read in the wrong layout (known_bugs.md #1)";
+constexpr absl::string_view kGroupedHint =
+    ": a grouped weight read as [G, N, K] instead of [G, K, N] (known_bugs.md #2; when the two "
+    "sizes are equal only the names or the numbers show it)";
 
 absl::Status CheckPairs(const Instruction& instruction, absl::string_view what,
                         const std::string& lhs, const std::string& rhs,
                         const std::vector<int64_t>& lhs_dims,
-                        const std::vector<int64_t>& rhs_dims) {
+                        const std::vector<int64_t>& rhs_dims,
+                        absl::string_view hint = kTransposedHint) {
   for (size_t i = 0; i < lhs_dims.size() && i < rhs_dims.size(); ++i) {
     if (lhs_dims[i] >= static_cast<int64_t>(lhs.size()) ||
         rhs_dims[i] >= static_cast<int64_t>(rhs.size())) {
@@ -49,7 +53,7 @@ absl::Status CheckPairs(const Instruction& instruction, absl::string_view what,
     const char a = lhs[lhs_dims[i]], b = rhs[rhs_dims[i]];
     if (a == 'X' || b == 'X') continue;
     if (a != b) {
-      return Mismatch(instruction, what, lhs_dims[i], a, rhs_dims[i], b, kTransposedHint);
+      return Mismatch(instruction, what, lhs_dims[i], a, rhs_dims[i], b, hint);
     }
   }
   return absl::OkStatus();
@@ -93,12 +97,13 @@ absl::Status CheckNamesOf(const LoweredStep& step, const Instruction& instructio
         }
       }
       return CheckPairs(instruction, "contracting", *lhs, *rhs, d.dot.lhs_contracting_dimensions,
-                        d.dot.rhs_contracting_dimensions);
+                        d.dot.rhs_contracting_dimensions,
+                        d.rhs_group_dimensions.empty() ? kTransposedHint : kGroupedHint);
     }
     case Opcode::kCustomCall:
       if (IsKernel(instruction, kGmmTarget)) {
         return CheckPairs(instruction, "contracting", *lhs, *rhs, {1},
-                          {TransposedRhs(instruction) ? 2 : 1});
+                          {TransposedRhs(instruction) ? 2 : 1}, kGroupedHint);
       }
       if (IsKernel(instruction, kTgmmTarget)) {
         // lhs [k, m] and rhs [m, n] contract the rows m.
@@ -190,7 +195,9 @@ absl::Status CheckKernelTilingOf(const LoweredStep& step, const Instruction& ins
   const int64_t k = gmm ? lhs.dimensions(1) : lhs.dimensions(0);
   const int64_t n =
       gmm ? rhs.dimensions(TransposedRhs(instruction) ? 1 : 2) : rhs.dimensions(1);
-  const GmmTiling want{std::min(knob->tm, m), std::min(knob->tk, k), std::min(knob->tn, n)};
+  // The lowering's rule (megablox_calls.h GmmCallTiling): the row tile shrinks to the rows,
+  // tk and tn run as configured (blocks are allocated at full tile size).
+  const GmmTiling want{std::min(knob->tm, m), knob->tk, knob->tn};
   const std::optional<GmmTiling> got = ConfigTiling(instruction);
   if (!got.has_value()) {
     return absl::FailedPreconditionError(absl::StrCat(

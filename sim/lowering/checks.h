@@ -6,7 +6,8 @@
 //   - CheckGroupedOperands: a grouped matmul's rhs is rank 3 with the group dimension first,
 //     whatever the names say (known_bugs.md #2: a stacked [E, 2, D, F] rhs, or [D, E, F]);
 //   - CheckKernelRoles: a gmm/tgmm kernel runs the spec's tiling for the role it declares
-//     (wi.fwd, wo.dlhs, ...), tk on its contraction and tn on its output (known_bugs.md #4);
+//     (wi.fwd, wo.dlhs, ...), tk on its contraction and tn on its output, as configured, not
+//     shrunk to the dimensions (known_bugs.md #4; #23: blocks are allocated at full tile size);
 //   - CheckRouterPrecision: the router's math is f32 (known_bugs.md #28);
 //   - CheckResiduals (checks_residuals.cc): the backward reads only forward values the forward
 //     saved, and each VJP reads the very value its forward op consumed (known_bugs.md #17);
@@ -51,6 +52,13 @@ enum class ReceivedRows { kExpertRows, kTokenRows };
 // [,perfsim_align="A"]}: the declaration travels with the instruction (printed by
 // `perfsim lower`, kept by a test that mutates the module).
 void DeclareReceivedRows(Instruction* ragged_all_to_all, ReceivedRows received, int64_t align);
+
+// Marks a ragged-all-to-all whose send sizes the lowering truncated to `rows` per receiver
+// (ep_ragged_a2a with ragged_buffer_factor > 0: MaxText's _truncate_matrix), or the group sizes
+// of such a buffer: frontend_attributes perfsim_truncated="rows". The checks below then bound
+// the rows by min(worst case, rows): a truncating exchange drops what does not fit instead of
+// overflowing (the drops are the lowering's documented behaviour; validate's numbers show them).
+void DeclareTruncatedTo(Instruction* instruction, int64_t rows);
 
 // FailedPrecondition when a declared ragged-all-to-all's output operand (its receive buffer)
 // has fewer rows than the worst case above, naming the instruction, the buffer and the formula

@@ -15,6 +15,7 @@ namespace {
 constexpr absl::string_view kReceiveKey = "perfsim_receive";
 constexpr absl::string_view kGroupsKey = "perfsim_groups";
 constexpr absl::string_view kAlignKey = "perfsim_align";
+constexpr absl::string_view kTruncatedKey = "perfsim_truncated";
 
 absl::string_view ReceivedRowsName(ReceivedRows received) {
   switch (received) {
@@ -104,6 +105,24 @@ absl::StatusOr<int64_t> AlignOf(const Instruction& instruction, absl::string_vie
   return align;
 }
 
+// The worst case capped by a declared truncation (DeclareTruncatedTo), if any.
+absl::StatusOr<WorstCase> Truncated(const Instruction& instruction, absl::string_view text,
+                                    WorstCase worst) {
+  const std::string value = FrontendAttribute(text, kTruncatedKey);
+  if (value.empty()) return worst;
+  int64_t rows = 0;
+  if (!absl::SimpleAtoi(value, &rows) || rows < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        instruction.name(), ": expected a row count ", kTruncatedKey, "; got \"", value, "\""));
+  }
+  if (rows < worst.rows) {
+    worst.formula = absl::StrCat(worst.formula, " = ", worst.rows, ", truncated to ", rows,
+                                 " (ragged_buffer_factor: the excess is dropped)");
+    worst.rows = rows;
+  }
+  return worst;
+}
+
 int64_t Rows(const Instruction& instruction, int64_t dim) {
   const Shape& shape = instruction.shape();
   return shape.IsArray() && shape.rank() > dim ? shape.dimensions(dim) : 0;
@@ -135,6 +154,10 @@ void DeclareReceivedRows(Instruction* ragged_all_to_all, ReceivedRows received, 
   if (align > 1) SetFrontendAttribute(ragged_all_to_all, kAlignKey, absl::StrCat(align));
 }
 
+void DeclareTruncatedTo(Instruction* instruction, int64_t rows) {
+  SetFrontendAttribute(instruction, kTruncatedKey, absl::StrCat(rows));
+}
+
 void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align) {
   SetFrontendAttribute(group_sizes, kGroupsKey, GroupRowsName(rows));
   if (align > 1) SetFrontendAttribute(group_sizes, kAlignKey, absl::StrCat(align));
@@ -160,14 +183,16 @@ absl::Status CheckReceiveBuffers(const LoweredStep& step) {
       absl::StatusOr<int64_t> align = AlignOf(*instruction, attributes);
       if (!align.ok()) return align.status();
       const int64_t group = ReplicaGroupSize(*instruction, step.spec.num_devices());
-      const WorstCase worst = WorstReceivedRows(step.spec, received, group, *align);
+      absl::StatusOr<WorstCase> worst = Truncated(
+          *instruction, attributes, WorstReceivedRows(step.spec, received, group, *align));
+      if (!worst.ok()) return worst.status();
       const Instruction& buffer = *instruction->operand(1);
       const int64_t rows = Rows(buffer, 0);
-      if (rows < worst.rows) {
+      if (rows < worst->rows) {
         return absl::FailedPreconditionError(absl::StrCat(
             instruction->name(), ": expected its receive buffer ", buffer.name(), " ",
-            buffer.shape().ToString(false), " to hold the ", worst.rows,
-            " rows the worst routing sends it (", role, ": ", worst.formula, "); got ", rows,
+            buffer.shape().ToString(false), " to hold the ", worst->rows,
+            " rows the worst routing sends it (", role, ": ", worst->formula, "); got ", rows,
             " rows (known_bugs.md #10: an undersized receive buffer)"));
       }
     }
@@ -198,13 +223,15 @@ absl::Status CheckGroupSums(const LoweredStep& step) {
       }
       absl::StatusOr<int64_t> align = AlignOf(*sizes, attributes);
       if (!align.ok()) return align.status();
-      const WorstCase worst = WorstGroupSum(step.spec, *declared, *align);
-      if (worst.rows > rows) {
+      absl::StatusOr<WorstCase> worst =
+          Truncated(*sizes, attributes, WorstGroupSum(step.spec, *declared, *align));
+      if (!worst.ok()) return worst.status();
+      if (worst->rows > rows) {
         return absl::FailedPreconditionError(absl::StrCat(
             instruction->name(), ": expected its group sizes ", sizes->name(), " to sum to at most ",
             "the ", rows, " rows of ", instruction->operand(0)->name(), " ",
             instruction->operand(0)->shape().ToString(false), "; got a worst case of ",
-            worst.rows, " (", kind, ": ", worst.formula,
+            worst->rows, " (", kind, ": ", worst->formula,
             "): rows past the buffer would be read or written"));
       }
     }

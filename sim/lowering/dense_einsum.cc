@@ -44,9 +44,16 @@ class DenseEinsum final : public MoeBackend {
     std::string spec_in = "TD";
     if (s.router.input_scale.op != nullptr) {
       // Llama 4: each expert sees x scaled by its own σ(v) (1 for experts not chosen: their
-      // combine weight is 0 anyway).
-      Tensor scale = ScatterToExperts(nb, s.router, nb.AddScalar(s.router.input_scale, -1));
-      scale = nb.Convert(nb.AddScalar(scale, 1), s.x.type());
+      // combine weight is 0 anyway). Selected, not computed as (σ − 1) + 1: in f32 that rounds
+      // σ ≈ 1e-8 (the tiny_scores routing) to a multiple of 2^-24 ≈ 6e-8, a reference wrong by
+      // up to 100% in the expert gradients while every backend scales its rows by σ exactly.
+      const int64_t t = s.x.size('T'), e = s.wi_0.size('E');
+      Tensor chosen =
+          nb.Compare(nb.Reduce(s.router.onehot, "K"),
+                     nb.Full(PrimitiveType::kF32, "TE", {t, e}, 0), ComparisonDirection::kGt);
+      Tensor scale = nb.Select(chosen, ScatterToExperts(nb, s.router, s.router.input_scale),
+                               nb.Full(PrimitiveType::kF32, "TE", {t, e}, 1));
+      scale = nb.Convert(scale, s.x.type());
       in = nb.Mul(nb.BroadcastTo(s.x, "TED", {{'E', s.wi_0.size('E')}}), scale);
       spec_in = "TED";
       s.saved["dense.xs"] = in;

@@ -91,21 +91,74 @@ Tensor TrafficMatrix(StepState& s, const Tensor& group_sizes) {
   return AllGather(s, nb.Reshape(per_shard, "XP", {1, ep}), 'X', {MeshAxis::kEp});
 }
 
-RaggedA2aParams DispatchParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& shard) {
-  const int64_t ep = traffic.size('P');
+namespace {
+
+// get_all_to_all_params for shard s, with the matrix the input offsets come from (`layout`:
+// how the sender laid its rows out), the one the sizes come from and the one the output
+// offsets come from (how the receivers' buffers are laid out); all "XP".
+RaggedA2aParams Params(NamedBuilder& nb, const Tensor& layout, const Tensor& sizes,
+                       const Tensor& placed, const Tensor& shard) {
+  const int64_t ep = sizes.size('P');
   const Tensor zero = Constant(nb, 0);
   RaggedA2aParams p;
-  p.send_sizes = nb.Reshape(DynamicSlice(nb, traffic, {shard, zero}, {1, ep}), "P", {ep});
-  p.recv_sizes = nb.Reshape(DynamicSlice(nb, traffic, {zero, shard}, {ep, 1}), "P", {ep});
-  p.input_offsets = ExclusiveCumsum(nb, p.send_sizes);
-  // Rows the shards before me send to each receiver: Σ_{i<s} G[i, j].
+  p.send_sizes = nb.Reshape(DynamicSlice(nb, sizes, {shard, zero}, {1, ep}), "P", {ep});
+  p.recv_sizes = nb.Reshape(DynamicSlice(nb, sizes, {zero, shard}, {ep, 1}), "P", {ep});
+  p.input_offsets = ExclusiveCumsum(
+      nb, layout.op == sizes.op
+              ? p.send_sizes
+              : nb.Reshape(DynamicSlice(nb, layout, {shard, zero}, {1, ep}), "P", {ep}));
+  // Rows the shards before me put in each receiver: Σ_{i<s} placed[i, j].
   Tensor before = nb.Compare(nb.Iota(kS32, "XP", {ep, ep}, 'X'), shard, ComparisonDirection::kLt);
-  p.output_offsets = nb.Reduce(nb.Select(before, traffic, nb.Full(kS32, "XP", {ep, ep}, 0)), "X");
+  p.output_offsets = nb.Reduce(nb.Select(before, placed, nb.Full(kS32, "XP", {ep, ep}, 0)), "X");
   return p;
 }
 
+Tensor Transposed(NamedBuilder& nb, const Tensor& matrix) {
+  return nb.Rename(nb.Transpose(matrix, "PX"), "XP");
+}
+
+// min(v, cap) elementwise, s32.
+Tensor Cap(NamedBuilder& nb, const Tensor& v, int64_t cap) {
+  return nb.Binary(Opcode::kMinimum, v, Constant(nb, cap));
+}
+
+}  // namespace
+
+RaggedA2aParams DispatchParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& shard) {
+  return Params(nb, traffic, traffic, traffic, shard);
+}
+
 RaggedA2aParams CombineParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& shard) {
-  return DispatchParams(nb, nb.Rename(nb.Transpose(traffic, "PX"), "XP"), shard);
+  Tensor t = Transposed(nb, traffic);
+  return Params(nb, t, t, t, shard);
+}
+
+Tensor TruncateTraffic(NamedBuilder& nb, const Tensor& traffic, int64_t rows) {
+  // Inclusive and exclusive sums over the senders i' of each column, on a [i' = B, i = X, j = P]
+  // grid (EP³ entries: negligible).
+  const int64_t ep = traffic.size('P');
+  const std::string grid = "BXP";
+  const absl::flat_hash_map<char, int64_t> sizes = {{'B', ep}, {'X', ep}, {'P', ep}};
+  Tensor senders = nb.BroadcastTo(nb.Rename(traffic, "BP"), grid, sizes);
+  Tensor before = nb.Iota(kS32, grid, {ep, ep, ep}, 'B');
+  Tensor me = nb.Iota(kS32, grid, {ep, ep, ep}, 'X');
+  Tensor zeros = nb.Full(kS32, grid, {ep, ep, ep}, 0);
+  auto sum = [&](ComparisonDirection direction) {
+    return nb.Reduce(nb.Select(nb.Compare(before, me, direction), senders, zeros), "B");
+  };
+  return nb.Sub(Cap(nb, sum(ComparisonDirection::kLe), rows),
+                Cap(nb, sum(ComparisonDirection::kLt), rows));
+}
+
+RaggedA2aParams DispatchParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& truncated,
+                               const Tensor& shard) {
+  return Params(nb, traffic, truncated, truncated, shard);
+}
+
+RaggedA2aParams CombineParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& truncated,
+                              const Tensor& shard) {
+  Tensor t = Transposed(nb, truncated);
+  return Params(nb, t, t, Transposed(nb, traffic), shard);
 }
 
 RaggedExchange ExchangeRows(StepState& s, const Tensor& operand, const Tensor& output,
@@ -151,15 +204,22 @@ RaggedExchange LoadExchange(StepState& s, absl::string_view key) {
 }
 
 LocalPermutation LocalPermute(NamedBuilder& nb, const Tensor& global_sizes, const Tensor& shard,
-                              int64_t local_experts, int64_t rows) {
+                              int64_t local_experts, int64_t rows, int64_t truncate_to) {
   const int64_t ep = global_sizes.size('X');
   const int64_t segments = ep * local_experts;
   Tensor start = nb.Mul(shard, Constant(nb, local_experts));
   Tensor local = DynamicSlice(nb, global_sizes, {Constant(nb, 0), start}, {ep, local_experts});
+  // Segment (source i, local expert e) of the buffer, in buffer order, ends at ends[i·E_l + e].
+  Tensor flat = nb.Reshape(local, "G", {segments});
+  Tensor ends = InclusiveCumsum(nb, flat);
+  if (truncate_to > 0) {
+    // What the truncated exchange kept of each segment: diff(min(cumsum(sizes), R)).
+    ends = Cap(nb, ends, truncate_to);
+    local = nb.Reshape(nb.Sub(ends, Cap(nb, ExclusiveCumsum(nb, flat), truncate_to)), "XE",
+                       {ep, local_experts});
+  }
   LocalPermutation p;
   p.group_sizes = nb.Reduce(local, "X");
-  // Segment (source i, local expert e) of the buffer, in buffer order, ends at ends[i·E_l + e].
-  Tensor ends = InclusiveCumsum(nb, nb.Reshape(local, "G", {segments}));
   // Row r lies in segment #{j : ends[j] <= r} (the jnp.repeat of the real code), clamped to the
   // last segment for the rows past the valid count.
   Tensor ended = nb.Compare(nb.BroadcastTo(ends, "MG", {{'M', rows}}),

@@ -18,8 +18,10 @@
 // send one shard: each of the EP senders has T_l tokens, and the K picks of one token are
 // distinct experts, so at most min(K, E_l) of them live on one shard: EP·T_l·min(K, E/EP) =
 // min(EP·T_l·K, T_l·E) = R. MaxText's buffer never drops a token and has no spare row. With
-// ragged_buffer_factor f > 0 the buffer is int(T_l·K·f) rows and MaxText truncates the traffic
-// (not lowered here: the backends refuse f > 0).
+// ragged_buffer_factor f > 0 the buffer is int(T_l·K·f) rows and the traffic is truncated to it
+// (MaxText's _truncate_matrix, backends.md 1a.3): receiver j takes the senders' chunks in order
+// until R rows are full; the rest of the rows are dropped (TruncateTraffic, the *Params
+// overloads that take it, LocalPermute's truncate_to).
 #ifndef PERFSIM_SIM_LOWERING_EP_DISPATCH_H_
 #define PERFSIM_SIM_LOWERING_EP_DISPATCH_H_
 
@@ -68,6 +70,18 @@ RaggedA2aParams DispatchParams(NamedBuilder& nb, const Tensor& traffic, const Te
 // The combine: the same formulas applied to Gᵀ.
 RaggedA2aParams CombineParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& shard);
 
+// _truncate_matrix(G, R): per receiving column j, the senders' cumulative rows clamped to R,
+// differenced: Gt[i, j] = min(Σ_{i'≤i} G[i', j], R) − min(Σ_{i'<i} G[i', j], R) ("XP" s32).
+Tensor TruncateTraffic(NamedBuilder& nb, const Tensor& traffic, int64_t rows);
+// The same with the truncated matrix Gt (backends.md 1a.3): the dispatch takes input_offsets
+// from G (the sender's rows are laid out untruncated) and sizes and output_offsets from Gt; the
+// combine takes input_offsets, sizes from Gtᵀ and output_offsets from Gᵀ (the rows go back to
+// where they came from).
+RaggedA2aParams DispatchParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& truncated,
+                               const Tensor& shard);
+RaggedA2aParams CombineParams(NamedBuilder& nb, const Tensor& traffic, const Tensor& truncated,
+                              const Tensor& shard);
+
 // One forward ragged_all_to_all over ep and what its transpose needs.
 struct RaggedExchange {
   Tensor result;   // the receive buffer after the exchange
@@ -101,7 +115,9 @@ RaggedExchange LoadExchange(StepState& s, absl::string_view key);
 //   row_expert  = repeat(arange(EP·E_l) % E_l, local_sizes, total_repeat_length=R)
 //   sort_idx    = argsort(row_expert) (stable)                  group_sizes = Σ_i local_sizes
 // Rows past the valid count (Σ local_sizes) repeat the last segment's expert, E_l − 1, so they
-// stay at the end of the sorted order.
+// stay at the end of the sorted order. With truncate_to = R > 0 the segment sizes are first
+// truncated like the traffic, in buffer order: sizes_t = diff(min(cumsum(sizes), R)), so
+// the group sizes count only the rows the buffer kept.
 struct LocalPermutation {
   Tensor sort_idx;     // M s32: the buffer row each expert-sorted row holds
   Tensor inverse;      // M s32: argsort(sort_idx), for the local unpermute
@@ -109,7 +125,7 @@ struct LocalPermutation {
 };
 // global_sizes: "XE" [EP, E], every shard's group sizes (step 11's all-gather).
 LocalPermutation LocalPermute(NamedBuilder& nb, const Tensor& global_sizes, const Tensor& shard,
-                              int64_t local_experts, int64_t rows);
+                              int64_t local_experts, int64_t rows, int64_t truncate_to = 0);
 
 }  // namespace perfsim
 

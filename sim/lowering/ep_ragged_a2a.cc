@@ -3,7 +3,14 @@
 // src/maxtext/layers/moe.py `_moe_body`, `get_all_to_all_params`, `local_permute`,
 // `get_ragged_buffer_size`), with the grouped matmuls as jax.lax.ragged_dot (the megablox=False
 // path; megablox_gmm covers the kernels). Tokens are split over (dp, ep), experts over ep, F
-// over tp. Dropless: the receive buffer holds the worst case (ep_dispatch.h).
+// over tp. Dropless by default: the receive buffer holds the worst case (ep_dispatch.h).
+// With ragged_buffer_factor f > 0 the buffer is MaxText's R = int(T_l·K·f) rows and the traffic
+// is truncated to it (_truncate_matrix, backends.md 1a.3): a receiver keeps its senders' chunks
+// in shard order until R rows are full, and each sender's chunk is cut after its first rows
+// (in expert order); the assignments cut are dropped. Their combine rows are zero: the combine
+// receive buffer is zeros with f > 0 (with jax.lax.empty they would be garbage, the class of
+// known_bugs.md #13; backends.md does not say which MaxText pairs with f > 0), so a dropped
+// assignment contributes nothing to y, as a capacity drop does, and nothing to the gradients.
 //
 // Forward, per device (T_l tokens, E_l = E/EP local experts, F_l = F/TP):
 //   permute   ids → argsort (stable) → rows = x[token] in expert order [T_l·K, D] (·σ(v) per
@@ -43,6 +50,9 @@
 //                ragged_all_to_all into zeros[T_l·K, D]
 //   permute_bwd  dx = scatter-add of d_rows by token (Llama 4: d_scale = Σ_D d_rows·x[token]);
 //                psum over tp of dx and d_scale (x is replicated over tensor, F is split).
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "sim/lowering/backends_internal.h"
 #include "sim/lowering/collectives.h"
@@ -80,12 +90,17 @@ class EpRaggedA2a final : public MoeBackend {
   }
 
   absl::Status Supports(const StepSpec& spec) const override {
-    if (spec.knobs.ragged_buffer_factor > 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "expected ragged_buffer_factor <= 0 (the dropless receive buffer T_l·K·min(EP, E/K)); "
-          "got ",
-          spec.knobs.ragged_buffer_factor,
-          " (MaxText's token-dropping truncation of the traffic matrix is not lowered)"));
+    const double f = spec.knobs.ragged_buffer_factor;
+    if (!std::isfinite(f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected a finite ragged_buffer_factor; got ", f));
+    }
+    if (f > 0 && RaggedBufferRows(spec) < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "expected ragged_buffer_factor f with a receive buffer int(T_l·K·f) of at least 1 row; "
+          "got f = ",
+          f, ": int(", spec.tokens_per_device() * spec.model.experts_per_token(), "·", f,
+          ") = 0"));
     }
     const int64_t d = spec.model.d_model(), tp = spec.parallelism.tp;
     if (d % tp != 0) {
@@ -95,6 +110,22 @@ class EpRaggedA2a final : public MoeBackend {
           d, ", tp = ", tp));
     }
     return absl::OkStatus();
+  }
+
+  // A dropping buffer (f > 0 with R below the dropless size) is raised to the dropless one,
+  // f = min(EP, E/K), so the comparison with the dropless reference means something; validate
+  // notes it (capacity_einsum does the same with its capacity factor).
+  std::string PrepareForValidation(StepSpec& spec) const override {
+    const double f = spec.knobs.ragged_buffer_factor;
+    if (!(f > 0) || Truncation(spec) == 0) return "";
+    const int64_t e = spec.model.num_experts(), k = spec.model.experts_per_token();
+    const double dropless = std::min(static_cast<double>(spec.parallelism.ep),
+                                     static_cast<double>(e) / static_cast<double>(k));
+    const int64_t rows = RaggedBufferRows(spec);
+    spec.knobs.ragged_buffer_factor = dropless;
+    return absl::StrCat("ragged buffer factor raised from ", f, " (", rows,
+                        " rows would drop tokens) to min(EP, E/K) = ", dropless,
+                        " so that nothing drops");
   }
 
   // ep = the largest divisor of E that divides the device count; the rest fsdp (lowering.h).
@@ -128,13 +159,22 @@ class EpRaggedA2a final : public MoeBackend {
     const Tensor& gs = s.saved["ep.group_sizes"];
     Tensor shard = MeshIndex(s, MeshAxis::kEp);
     Tensor traffic = TrafficMatrix(s, gs);
+    const int64_t truncate = Truncation(s.spec);
+    Tensor truncated = truncate > 0 ? TruncateTraffic(nb, traffic, truncate) : traffic;
     RaggedExchange dispatch =
         ExchangeRows(s, s.saved["ep.rows"], EmptyBuffer(nb, s.x.type(), "MD", {rows, d}),
-                     DispatchParams(nb, traffic, shard), ReceivedRows::kExpertRows);
+                     truncate > 0 ? DispatchParams(nb, traffic, truncated, shard)
+                                  : DispatchParams(nb, traffic, shard),
+                     ReceivedRows::kExpertRows);
     Tensor global_sizes = AllGather(s, nb.Reshape(gs, "XE", {1, e}), 'X', {MeshAxis::kEp});
-    LocalPermutation local = LocalPermute(nb, global_sizes, shard, e / ep, rows);
+    LocalPermutation local = LocalPermute(nb, global_sizes, shard, e / ep, rows, truncate);
     DeclareGroupRows(local.group_sizes.op, GroupRows::kReceivedRows, 0);
+    if (truncate > 0) {
+      DeclareTruncatedTo(dispatch.result.op, truncate);
+      DeclareTruncatedTo(local.group_sizes.op, truncate);
+    }
     s.saved["ep.traffic"] = traffic;
+    s.saved["ep.truncated"] = truncated;
     s.saved["ep.local_sort"] = local.sort_idx;
     s.saved["ep.local_inverse"] = local.inverse;
     s.saved["ep.local_group_sizes"] = local.group_sizes;
@@ -160,10 +200,16 @@ class EpRaggedA2a final : public MoeBackend {
     const int64_t t = s.x.size('T'), k = s.router.ids.size('K');
     Tensor out = ReduceScatter(s, s.saved["ep.out"], 'D', {MeshAxis::kTp});
     Tensor y_recv = nb.GatherRows(out, s.saved["ep.local_inverse"]);
-    RaggedExchange combine =
-        ExchangeRows(s, y_recv, EmptyBuffer(nb, y_recv.type(), "MD", {t * k, y_recv.size('D')}),
-                     CombineParams(nb, s.saved["ep.traffic"], MeshIndex(s, MeshAxis::kEp)),
-                     ReceivedRows::kTokenRows);
+    const bool truncated = Truncation(s.spec) > 0;
+    // Dropped assignments are never sent back: with truncation their rows must read as zero.
+    Tensor buffer = truncated ? nb.Full(y_recv.type(), "MD", {t * k, y_recv.size('D')}, 0)
+                              : EmptyBuffer(nb, y_recv.type(), "MD", {t * k, y_recv.size('D')});
+    Tensor shard = MeshIndex(s, MeshAxis::kEp);
+    RaggedExchange combine = ExchangeRows(
+        s, y_recv, buffer,
+        truncated ? CombineParams(nb, s.saved["ep.traffic"], s.saved["ep.truncated"], shard)
+                  : CombineParams(nb, s.saved["ep.traffic"], shard),
+        ReceivedRows::kTokenRows);
     SaveExchange(s, kCombine, combine);
     Tensor r = Unpermute(nb, combine.result, LoadPermutation(s), t, k);
     s.saved["ep.r"] = r;
@@ -188,6 +234,9 @@ class EpRaggedA2a final : public MoeBackend {
     Tensor d_back = UnpermuteGrad(nb, dr, LoadPermutation(s));
     Tensor d_y_recv =
         ExchangeRowsTranspose(s, LoadExchange(s, kCombine), d_back, ReceivedRows::kExpertRows);
+    if (const int64_t truncate = Truncation(s.spec); truncate > 0) {
+      DeclareTruncatedTo(d_y_recv.op, truncate);
+    }
     Tensor d_out = nb.GatherRows(d_y_recv, s.saved["ep.local_sort"]);
     s.saved["ep.d_out"] = AllGather(s, d_out, 'D', {MeshAxis::kTp});
   }
@@ -229,6 +278,17 @@ class EpRaggedA2a final : public MoeBackend {
       d_rows = nb.Mul(d_rows, s.saved["ep.scale"]);
     }
     s.dx_routed = AllReduce(s, PermuteGrad(nb, d_rows, p, s.x.size('T')), {MeshAxis::kTp});
+  }
+
+ private:
+  // The receive-buffer rows the traffic is truncated to, 0 when it never needs truncating
+  // (f <= 0, or a buffer at least the dropless size: nothing can overflow it).
+  static int64_t Truncation(const StepSpec& spec) {
+    if (!(spec.knobs.ragged_buffer_factor > 0)) return 0;
+    StepSpec dropless = spec;
+    dropless.knobs.ragged_buffer_factor = -1;
+    const int64_t rows = RaggedBufferRows(spec);
+    return rows < RaggedBufferRows(dropless) ? rows : 0;
   }
 };
 

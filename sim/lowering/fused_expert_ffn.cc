@@ -109,6 +109,15 @@ class FusedExpertFfn final : public SortedKernelBackend {
     NamedBuilder& nb = s.nb;
     const KernelRows rows = KernelRowsOf(s.spec);
     const Tensor x_rows = s.saved[kRows];
+    if (s.spec.knobs.grouped_matmul != GroupedMatmulForm::kNative) {
+      // What the kernel computes, as grouped matmuls (step_spec.h GroupedMatmulForm).
+      const Tensor gs = s.saved[kGroupSizes];
+      Tensor h0 = GmmCall(s, x_rows, s.wi_0, gs, "wi.fwd", /*transpose_rhs=*/false, rows);
+      Tensor h1 = GmmCall(s, x_rows, s.wi_1, gs, "wi.fwd", /*transpose_rhs=*/false, rows);
+      Tensor a = GatedActivation(nb, s.spec.model.proto().activation(), h0, h1);
+      s.saved[kOut] = GmmCall(s, a, s.wo, gs, "wo.fwd", /*transpose_rhs=*/false, rows);
+      return;
+    }
     const GmmTiling t =
         ClampTiling(FusedTiling(s.spec), rows.padded_rows, s.x.size('D'), s.wi_0.size('F'));
     Tensor out = nb.CustomCall(

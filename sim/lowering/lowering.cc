@@ -239,6 +239,7 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
                 F = model.expert_ffn_dim();
   const int64_t H = model.num_shared_experts() * model.shared_expert_ffn_dim();
   const bool bias = model.proto().router().has_bias();
+  const bool score_bias = model.proto().router().has_score_correction_bias();
   const bool shared = model.num_shared_experts() > 0;
   const bool backward = spec.phase == Phase::kForwardBackward;
   const std::vector<MeshAxis> tokens = {MeshAxis::kDp, MeshAxis::kFsdp, MeshAxis::kEp};
@@ -258,6 +259,9 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   params.push_back(Spec("wi_1", "EDF", {E, D, F}, param, expert_split("EDF")));
   params.push_back(Spec("wo", "EFD", {E, F, D}, param, expert_split("EFD")));
   if (bias) params.push_back(Spec("router_bias", "E", {E}, PrimitiveType::kF32, {{}}));
+  if (score_bias) {
+    params.push_back(Spec("router_score_bias", "E", {E}, PrimitiveType::kF32, {{}}));
+  }
   if (shared) {
     params.push_back(Spec("ws_0", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}));
     params.push_back(Spec("ws_1", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}));
@@ -267,7 +271,8 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   step.outputs.push_back(Spec("y", "TD", {T, D}, act, {tokens, {}}));
   if (backward) {
     for (const TensorSpec& t : params) {
-      if (t.name == "dy" || t.name == "router_bias") continue;
+      // The score-correction bias is not trained by gradients (proto/model.proto).
+      if (t.name == "dy" || t.name == "router_score_bias") continue;
       TensorSpec g = t;
       g.name = absl::StrCat(t.name == "x" ? "d" : "d_", t.name);
       step.outputs.push_back(std::move(g));
@@ -277,10 +282,12 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   ModuleBuilder mb(absl::StrCat("moe_", backend->name(), "_", PhaseName(spec.phase)));
   ComputationBuilder& entry = mb.Entry("main");
   NamedBuilder nb(mb, entry, &step.dim_names, &step.residuals);
+  nb.set_masked_grouped_matmuls(spec.knobs.grouped_matmul == GroupedMatmulForm::kMaskedDot);
   StepState s{.spec = spec, .nb = nb};
   Weights weights;
   absl::flat_hash_map<std::string, Tensor*> slots = {
       {"x", &s.x},          {"router_w", &weights.router_w}, {"router_bias", &s.router_bias},
+      {"router_score_bias", &s.router_score_bias},
       {"wi_0", &weights.wi_0}, {"wi_1", &weights.wi_1},      {"wo", &weights.wo},
       {"ws_0", &weights.ws_0}, {"ws_1", &weights.ws_1},      {"ws_o", &weights.ws_o},
       {"dy", &s.dy}};
@@ -304,7 +311,8 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
       case Stage::kWeightGather:
       case Stage::kWeightGatherBwd: GatherWeights(s, weights); break;
       case Stage::kRouter:
-        s.router = LowerRouter(nb, model, s.x, s.router_w, bias ? &s.router_bias : nullptr);
+        s.router = LowerRouter(nb, model, s.x, s.router_w, bias ? &s.router_bias : nullptr,
+                               score_bias ? &s.router_score_bias : nullptr);
         break;
       case Stage::kPermute: backend->Permute(s); break;
       case Stage::kDispatch: backend->Dispatch(s); break;
@@ -335,6 +343,11 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
                    SyncGradient(s, s.d_wi_0, {MeshAxis::kDp}),
                    SyncGradient(s, s.d_wi_1, {MeshAxis::kDp}),
                    SyncGradient(s, s.d_wo, {MeshAxis::kDp})};
+        if (bias) {
+          // b is replicated everywhere and every token axis holds other tokens' share.
+          results.push_back(AllReduce(s, router_grads.db,
+                                      {MeshAxis::kDp, MeshAxis::kFsdp, MeshAxis::kEp}));
+        }
         if (shared) {
           results.push_back(SyncGradient(s, shared_grads.d0, replicas));
           results.push_back(SyncGradient(s, shared_grads.d1, replicas));

@@ -6,11 +6,14 @@
 //
 // Entry parameters, in order (the issue's `validate --hlo` contract: x, router weights, wi_0,
 // wi_1, wo, then the optional extras): x [T_l, D], router_w [D, E], wi_0 [E_l, D, F_l], wi_1
-// [E_l, D, F_l], wo [E_l, F_l, D], router_bias [E] (when the model has one), the shared expert
-// ws_0 [D, H], ws_1 [D, H], ws_o [H, D] (when the model has one), then for fwd_bwd the output
-// cotangent dy [T_l, D]. With fsdp > 1 every weight's D is split over fsdp as well (D/FSDP). The
-// root is a tuple: y [T_l, D], then for fwd_bwd dx, d_router_w, d_wi_0, d_wi_1, d_wo (, d_ws_0,
-// d_ws_1, d_ws_o). Gradients are of sum(y · dy), complete (summed over the devices that share a
+// [E_l, D, F_l], wo [E_l, F_l, D], router_bias [E] (the router matmul bias, GPT-OSS:
+// router.has_bias), router_score_bias [E] (DeepSeek-V3's score-correction bias, for the choice
+// only: router.has_score_correction_bias), the shared expert ws_0 [D, H], ws_1 [D, H],
+// ws_o [H, D] (when the model has one), then for fwd_bwd the output cotangent dy [T_l, D]. With
+// fsdp > 1 every weight's D is split over fsdp as well (D/FSDP). The root is a tuple: y [T_l, D],
+// then for fwd_bwd dx, d_router_w, d_wi_0, d_wi_1, d_wo (, d_router_bias) (, d_ws_0, d_ws_1,
+// d_ws_o): one gradient per parameter in parameter order, except dy and router_score_bias,
+// which have none. Gradients are of sum(y · dy), complete (summed over the devices that share a
 // weight), so every device holds the final value of its shard.
 //
 // FSDP (fsdp > 1): the weight_gather stage all-gathers every weight's D over fsdp before the
@@ -89,8 +92,9 @@ struct LoweredStep {
 struct StepState {
   const StepSpec& spec;
   NamedBuilder& nb;
-  // Entry parameters (local shards). router_bias, ws_* and dy are unset when absent.
-  Tensor x, router_w, router_bias, wi_0, wi_1, wo, ws_0, ws_1, ws_o, dy;
+  // Entry parameters (local shards). router_bias, router_score_bias, ws_* and dy are unset
+  // when absent.
+  Tensor x, router_w, router_bias, router_score_bias, wi_0, wi_1, wo, ws_0, ws_1, ws_o, dy;
   RouterOutputs router;
   // Forward results: the routed experts' contribution to y, TD in x's type (backend writes).
   Tensor y_routed;

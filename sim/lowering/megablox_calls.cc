@@ -42,6 +42,10 @@ KernelRows KernelRowsOf(const StepSpec& spec) {
   return r;
 }
 
+GmmTiling GmmCallTiling(const GmmTiling& tiling, int64_t padded_rows) {
+  return GmmTiling{std::min(tiling.tm, padded_rows), tiling.tk, tiling.tn};
+}
+
 GmmTiling ClampTiling(const GmmTiling& tiling, int64_t padded_rows, int64_t k, int64_t n) {
   return GmmTiling{std::min(tiling.tm, padded_rows), std::min(tiling.tk, k),
                    std::min(tiling.tn, n)};
@@ -98,12 +102,33 @@ Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count) {
   return nb.Slice(t, std::vector<int64_t>(limits.size(), 0), limits);
 }
 
+namespace {
+
+bool KernelsAsGroupedMatmuls(const StepState& s) {
+  return s.spec.knobs.grouped_matmul != GroupedMatmulForm::kNative;
+}
+
+// The group sizes of the first `groups` groups, declared as the full tensor was (checks.h): a
+// prefix sums to at most what the whole does.
+Tensor LocalGroupSizes(NamedBuilder& nb, const Tensor& group_sizes, int64_t groups) {
+  if (group_sizes.shape().dimensions(0) == groups) return group_sizes;
+  Tensor local = nb.Slice(group_sizes, {0}, {groups});
+  local.op->mutable_attributes()->frontend_attributes =
+      group_sizes.op->attributes().frontend_attributes;
+  return local;
+}
+
+}  // namespace
+
 Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
                absl::string_view role, bool transpose_rhs, const KernelRows& rows) {
-  const int64_t k = lhs.shape().dimensions(1);
-  const int64_t n = rhs.shape().dimensions(transpose_rhs ? 1 : 2);
-  const GmmTiling t = ClampTiling(*TilingKnob(s.spec.knobs, role), rows.padded_rows, k, n);
   NamedBuilder& nb = s.nb;
+  if (KernelsAsGroupedMatmuls(s)) {
+    const Tensor gs = LocalGroupSizes(nb, group_sizes, rhs.shape().dimensions(0));
+    return transpose_rhs ? nb.GroupedDlhs(lhs, rhs, gs) : nb.GroupedForward(lhs, rhs, gs);
+  }
+  const int64_t n = rhs.shape().dimensions(transpose_rhs ? 1 : 2);
+  const GmmTiling t = GmmCallTiling(*TilingKnob(s.spec.knobs, role), rows.padded_rows);
   Tensor out = nb.CustomCall({PadRows(s, lhs, rows.padded_rows), rhs, group_sizes}, lhs.type(),
                              std::string{lhs.dims[0], rhs.dims[transpose_rhs ? 1 : 2]},
                              {rows.padded_rows, n}, kGmmTarget, GmmBackendConfig(t, transpose_rhs));
@@ -115,10 +140,13 @@ Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor&
 Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
                 absl::string_view role, const KernelRows& rows, int64_t num_groups,
                 PrimitiveType out) {
+  NamedBuilder& nb = s.nb;
+  if (KernelsAsGroupedMatmuls(s)) {
+    return nb.Convert(nb.GroupedDrhs(lhs, dy, LocalGroupSizes(nb, group_sizes, num_groups)), out);
+  }
   const int64_t k = lhs.shape().dimensions(1);
   const int64_t n = dy.shape().dimensions(1);
-  const GmmTiling t = ClampTiling(*TilingKnob(s.spec.knobs, role), rows.padded_rows, k, n);
-  NamedBuilder& nb = s.nb;
+  const GmmTiling t = GmmCallTiling(*TilingKnob(s.spec.knobs, role), rows.padded_rows);
   // The transposed lhs is shared too (d_wi_0 and d_wi_1 both take rowsᵀ).
   const Tensor padded = PadRows(s, lhs, rows.padded_rows);
   const std::string key = absl::StrCat("kernel.transposed.", padded.op->name());

@@ -13,12 +13,17 @@
 //     row count m_p = ⌈m / tm_f⌉·tm_f. MaxText's gmm() pads the rows of BOTH the wi and the wo
 //     calls to a multiple of wi_tile_fwd_batch_seq (backends.md 1a.5); the min() is the clamp
 //     that keeps the 512-row default from padding a test model's 16..128 rows up to 512.
-//   - Every kernel's tiling is clamped to its own problem as MaxText's ragged_dot path clamps
-//     (`min(tile, dim)`): tm' = min(tm, m_p), tk' = min(tk, k), tn' = min(tn, n), with k the
-//     contracted and n the output dimension of that kernel (1a.5's 9-tuple roles):
+//   - A gmm/tgmm call runs (tm', tk, tn) with tm' = min(tm, m_p): tk and tn stay as configured
+//     even where they exceed the kernel's contraction k or output n (1a.5's 9-tuple roles:
 //       wi fwd (m, D, F)   wi dlhs (m, F, D)   wi drhs (m, D, F)
-//       wo fwd (m, F, D)   wo dlhs (m, D, F)   wo drhs (m, F, D)
-//     The clamped tiling is what the call's backend_config carries.
+//       wo fwd (m, F, D)   wo dlhs (m, D, F)   wo drhs (m, F, D)),
+//     because megablox allocates every block at its full tile size (backends.md 1b "VMEM
+//     bytes"; known_bugs.md #23: tn = 1024 > n = 512 is what overflows v5p's 16 MiB in f32), so
+//     the fit check (sim/fit/module_fit.h) must see the tiles as configured. Only the ragged_dot
+//     path clamps `min(tile, dim)` (backends.md 1a), and the fused FFN kernel, which is
+//     perfsim's own (ClampTiling). The row tile shrinks to small row counts (the min() above)
+//     instead of padding 16..128 test rows up to 512: for m ≥ tm, the case of real models, it
+//     is MaxText's tiling exactly. The backend_config carries (tm', tk, tn).
 //   - megablox requires m % tm == 0 for every call (ValueError otherwise; k and n may be
 //     ragged). tm' must divide m_p, else the lowering fails naming the kernel, e.g.
 //     "wi.dlhs tiling (48, 1024, 1024): expected tm dividing the padded row count 72 ...".
@@ -62,7 +67,10 @@ KernelRows KernelRowsOf(const StepSpec& spec);
 // naming the first kernel that breaks the rule.
 absl::Status CheckKernelTilings(const StepSpec& spec, const std::vector<KernelUse>& uses);
 
-// The tiling a kernel with contraction k and output n runs (the clamp above).
+// The tiling a gmm/tgmm call runs: (min(tm, padded_rows), tk, tn) (the rule above).
+GmmTiling GmmCallTiling(const GmmTiling& tiling, int64_t padded_rows);
+// Every tile clamped to its problem, min(tm, m_p), min(tk, k), min(tn, n): the fused FFN
+// kernel's rule (fused_expert_ffn.cc) and the row-tile check's.
 GmmTiling ClampTiling(const GmmTiling& tiling, int64_t padded_rows, int64_t k, int64_t n);
 
 // backend_config JSON of the kernels: {"tiling":[tm,tk,tn],"transpose_rhs":false,
@@ -79,15 +87,18 @@ Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count);
 
 // perfsim.gmm: lhs MK (m rows) × rhs EKN (ENK with transpose_rhs) -> MN in lhs's type,
 // through the padded rows. `role` names the spec's tiling knob ("wi.fwd", ..., "wo.drhs":
-// TilingKnob in step_spec.h); the call carries it clamped here (CheckKernelTilings checked it)
-// and declares the role (frontend_attributes perfsim_kernel), so the static check can verify
-// that each tile sits on its own dimension (known_bugs.md #4).
+// TilingKnob in step_spec.h); the call carries GmmCallTiling of it (CheckKernelTilings
+// checked it) and declares the role (frontend_attributes perfsim_kernel), so the static check
+// can verify that each tile sits on its own dimension (known_bugs.md #4).
+// With spec.knobs.grouped_matmul other than kNative the call is the grouped matmul it computes
+// instead (NamedBuilder::GroupedForward / GroupedDlhs, no row padding), over the first E_l
+// groups when group_sizes counts more (megablox's G_local < G: the other rows are zero).
 Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
                absl::string_view role, bool transpose_rhs, const KernelRows& rows);
 
 // perfsim.tgmm: dw[e] = lhs[rows of e]ᵀ · dy[rows of e] for lhs MK, dy MN -> EKN of type
 // `out` (the weight's), with the lhs passed transposed [K, m_p] as megablox takes it; `role`
-// as for GmmCall.
+// as for GmmCall, and likewise NamedBuilder::GroupedDrhs for the other grouped-matmul forms.
 Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes,
                 absl::string_view role, const KernelRows& rows, int64_t num_groups,
                 PrimitiveType out);

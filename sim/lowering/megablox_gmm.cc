@@ -24,6 +24,7 @@
 //                d_wi_j = tgmm(rowsᵀ, dh_j)             wi.drhs = (m, D, F)
 //                d_rows = Σ_j gmm(dh_j, wi_j, transpose_rhs)   wi.dlhs = (m, F, D)
 //   permute_bwd  dx = scatter-add of d_rows by token (Llama 4: d_scale = Σ_D d_rows·x[token])
+#include "absl/strings/str_cat.h"
 #include "sim/lowering/backends_internal.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/megablox_calls.h"
@@ -33,10 +34,31 @@ namespace {
 
 class MegabloxGmm final : public SortedKernelBackend {
  public:
+  static constexpr int64_t kValidationRowTile = 24;
+
   absl::string_view name() const override { return "megablox_gmm"; }
   absl::string_view description() const override {
     return "argsort permutation, grouped matmuls as megablox gmm/tgmm kernels with (tm,tk,tn) "
            "tilings";
+  }
+
+  // With MaxText's default tiles every row tile shrinks to the rows of a test-sized model, so
+  // no call would pad. validate's sweep uses row tiles of 24 instead (when the spec still has
+  // the defaults): 24 divides none of nano's 128, 64 or 32 sorted rows (K = 2 on 1, 2, 4
+  // devices; K = 1 halves them), so the calls pad to 144, 72, 48 and the poisoned padding rows
+  // must stay out of every result. tk and tn keep MaxText's values.
+  std::string PrepareForValidation(StepSpec& spec) const override {
+    const GmmTiling maxtext{512, 1024, 1024};
+    for (const ProjectionTilings* p : {&spec.knobs.wi, &spec.knobs.wo}) {
+      for (const GmmTiling* t : {&p->fwd, &p->dlhs, &p->drhs}) {
+        if (t->tm != maxtext.tm || t->tk != maxtext.tk || t->tn != maxtext.tn) return "";
+      }
+    }
+    for (ProjectionTilings* p : {&spec.knobs.wi, &spec.knobs.wo}) {
+      for (GmmTiling* t : {&p->fwd, &p->dlhs, &p->drhs}) t->tm = kValidationRowTile;
+    }
+    return absl::StrCat("row tiles ", kValidationRowTile,
+                        " (validate's default for this backend: the kernels pad the rows)");
   }
 
   void Experts(StepState& s) const override {

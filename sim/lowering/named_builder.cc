@@ -127,6 +127,9 @@ Tensor NamedBuilder::RaggedDot(const Tensor& lhs, const Tensor& rhs, const Tenso
 
 Tensor NamedBuilder::GroupedForward(const Tensor& lhs, const Tensor& rhs,
                                     const Tensor& group_sizes) {
+  if (masked_grouped_ && rhs.rank() == 3) {
+    return MaskedForward(lhs, rhs, group_sizes, /*contract_rhs_last=*/false);
+  }
   RaggedDotDimensionNumbers d;
   d.dot.lhs_contracting_dimensions = {1};
   d.dot.rhs_contracting_dimensions = {1};
@@ -137,6 +140,9 @@ Tensor NamedBuilder::GroupedForward(const Tensor& lhs, const Tensor& rhs,
 }
 
 Tensor NamedBuilder::GroupedDlhs(const Tensor& dy, const Tensor& rhs, const Tensor& group_sizes) {
+  if (masked_grouped_ && rhs.rank() == 3) {
+    return MaskedForward(dy, rhs, group_sizes, /*contract_rhs_last=*/true);
+  }
   RaggedDotDimensionNumbers d;
   d.dot.lhs_contracting_dimensions = {1};
   d.dot.rhs_contracting_dimensions = {2};
@@ -147,6 +153,9 @@ Tensor NamedBuilder::GroupedDlhs(const Tensor& dy, const Tensor& rhs, const Tens
 }
 
 Tensor NamedBuilder::GroupedDrhs(const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes) {
+  if (masked_grouped_ && lhs.rank() == 2 && dy.rank() == 2) {
+    return MaskedDrhs(lhs, dy, group_sizes);
+  }
   RaggedDotDimensionNumbers d;
   d.dot.lhs_contracting_dimensions = {0};
   d.dot.rhs_contracting_dimensions = {0};

@@ -99,9 +99,17 @@ class NamedBuilder {
   //   GroupedDlhs     dy MN × rhs EKN -> MK    (contracting n; the data gradient)
   //   GroupedDrhs     lhs MK × dy MN -> EKN    (ragged contraction over rows; weight gradient)
   // where the letters K, N stand for the operands' own names (e.g. D and F).
+  // With set_masked_grouped_matmuls(true) they lower to dense dots under a group-membership
+  // mask instead of ragged-dot (grouped_masked.cc: same results, runnable by XLA:CPU).
   Tensor GroupedForward(const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes);
   Tensor GroupedDlhs(const Tensor& dy, const Tensor& rhs, const Tensor& group_sizes);
   Tensor GroupedDrhs(const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes);
+  void set_masked_grouped_matmuls(bool masked) { masked_grouped_ = masked; }
+  bool masked_grouped_matmuls() const { return masked_grouped_; }
+  // pred [rows, G] named (rows_name, group_name): row m belongs to group g, i.e.
+  // Σ_{i<g} gs[i] ≤ m < Σ_{i≤g} gs[i].
+  Tensor GroupMembership(const Tensor& group_sizes, char rows_name, int64_t rows,
+                         char group_name);
 
   Tensor Unary(Opcode opcode, const Tensor& a);
   // Elementwise with broadcasting by name; the result has the names of the larger operand.
@@ -162,10 +170,17 @@ class NamedBuilder {
   void UseResidual(absl::string_view role, const Tensor& read, int64_t mark);
 
  private:
+  // grouped_masked.cc: lhs [m, a] × rhs [G, b, c] contracting a with b (forward) or with c
+  // (contract_rhs_last: dlhs); and the weight gradient [G, k, n].
+  Tensor MaskedForward(const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
+                       bool contract_rhs_last);
+  Tensor MaskedDrhs(const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes);
+
   ModuleBuilder& mb_;
   ComputationBuilder& b_;
   DimNameTable* names_;
   ResidualTable* residuals_;
+  bool masked_grouped_ = false;
 };
 
 }  // namespace perfsim

@@ -55,11 +55,12 @@ Tensor GatherFromExperts(NamedBuilder& nb, const RouterOutputs& r, const Tensor&
 }
 
 RouterOutputs LowerRouter(NamedBuilder& nb, const ModelConfig& model, const Tensor& x,
-                          const Tensor& w, const Tensor* bias) {
+                          const Tensor& w, const Tensor* bias, const Tensor* score_bias) {
   const RouterSpec& spec = model.proto().router();
   const int64_t e = model.num_experts(), k = model.experts_per_token();
   RouterOutputs r;
   r.logits = nb.Einsum("TD,DE->TE", nb.Convert(x, kF32), nb.Convert(w, kF32), kF32);
+  if (bias != nullptr) r.logits = nb.Add(r.logits, nb.Convert(*bias, kF32));
   switch (spec.kind()) {
     case ROUTER_KIND_SOFTMAX_TOPK: {
       r.probs = Softmax(nb, r.logits, 'E');
@@ -83,7 +84,7 @@ RouterOutputs LowerRouter(NamedBuilder& nb, const ModelConfig& model, const Tens
     case ROUTER_KIND_SIGMOID_BIAS_GROUPED_TOPK: {
       r.probs = nb.Unary(Opcode::kLogistic, r.logits);
       Tensor choice = r.probs;
-      if (bias != nullptr) choice = nb.Add(choice, nb.Convert(*bias, kF32));
+      if (score_bias != nullptr) choice = nb.Add(choice, nb.Convert(*score_bias, kF32));
       if (model.num_groups() > 1) {
         Tensor mask = GroupMask(nb, model, choice);
         Tensor zero = nb.Full(kF32, "TE", {choice.size('T'), e}, 0);
@@ -167,6 +168,7 @@ RouterGrads LowerRouterGrad(NamedBuilder& nb, const ModelConfig& model, const Te
       return {};
   }
   RouterGrads g;
+  if (spec.has_bias()) g.db = nb.Reduce(dl, "T");
   Tensor w32 = nb.Convert(w, kF32);
   g.dx = nb.Convert(nb.Einsum("TE,DE->TD", dl, w32, kF32), x.type());
   g.dw = nb.Convert(nb.Einsum("TD,TE->DE", nb.Convert(x, kF32), dl, kF32), w.type());

@@ -2,17 +2,20 @@
 // the gradient of the router weights and of x through the routing weights (backward). Router
 // math runs in f32 whatever the activation dtype (known_bugs.md #28).
 //
-// Families (proto/model.proto RouterKind):
+// Logits l = x·W in f32, plus the router matmul bias b when the model has one (GPT-OSS:
+// l = x·W + b; router.has_bias). Families (proto/model.proto RouterKind):
 //   softmax_topk        p = softmax(l) over E; (w, ids) = top_k(p, K); renormalize: w /= Σ_K w
 //                       (Qwen3's norm_topk_prob).
 //   topk_softmax        (v, ids) = top_k(l, K); w = softmax(v) over K (Mixtral).
-//   sigmoid_grouped     s = σ(l); choice by s + bias, limited to the top groups (group score =
-//                       sum of the group's top 2, or its max); w = s[ids] (no bias);
+//   sigmoid_grouped     s = σ(l); choice by s + c (c the score-correction bias when the model
+//                       has one: router.has_score_correction_bias), limited to the top groups
+//                       (group score = sum of the group's top 2, or its max); w = s[ids] (no c);
 //                       renormalize: w /= Σ_K w + 1e-20; w *= routed_scaling_factor
 //                       (DeepSeek-V3).
 //   sigmoid_prescale    (v, ids) = top_k(l, K); the expert input is x·σ(v); combine weight 1
 //                       (Llama 4).
-// The bias gets no gradient: DeepSeek-V3 updates it by its load-balancing rule, not by SGD.
+// The router bias b is trained: its gradient is Σ_T ∂L/∂l. The score-correction bias c gets no
+// gradient: DeepSeek-V3 updates it by its load-balancing rule, not by SGD.
 #ifndef PERFSIM_SIM_LOWERING_ROUTER_H_
 #define PERFSIM_SIM_LOWERING_ROUTER_H_
 
@@ -36,13 +39,15 @@ struct RouterOutputs {
   Tensor norm;      // TK-broadcastable T f32: the renormalisation divisor (when renormalised)
 };
 
-// x is TD in the activation dtype, w is DE, bias (when the model has one) is E.
+// x is TD in the activation dtype, w is DE; bias (the router matmul bias b) and score_bias
+// (the score-correction bias c) are E f32, null when the model has none.
 RouterOutputs LowerRouter(NamedBuilder& nb, const ModelConfig& model, const Tensor& x,
-                          const Tensor& w, const Tensor* bias);
+                          const Tensor& w, const Tensor* bias, const Tensor* score_bias);
 
 struct RouterGrads {
   Tensor dx;  // TD, x's type
   Tensor dw;  // DE, w's type (not yet summed over devices)
+  Tensor db;  // E f32, the router bias's gradient Σ_T ∂L/∂l (set when the model has a bias)
 };
 
 // d_weights: TK f32 gradient w.r.t. RouterOutputs::weights (zero tensor for sigmoid_prescale);

@@ -178,6 +178,12 @@ void CheckRouter(const ModelSpec& m, ModelChecker& check) {
     check.Add("router.routed_scaling_factor",
               "expected > 0; got " + FormatDouble(r.routed_scaling_factor()));
   }
+  if (r.has_score_correction_bias() && r.kind() != ROUTER_KIND_SIGMOID_BIAS_GROUPED_TOPK) {
+    check.Add("router.has_score_correction_bias",
+              "expected only with ROUTER_KIND_SIGMOID_BIAS_GROUPED_TOPK (DeepSeek-V3's "
+              "score-correction bias shifts sigmoid scores for the choice); got it with another "
+              "router kind");
+  }
   check.DTypeSet("router.dtype", r.dtype());
 }
 

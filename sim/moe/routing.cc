@@ -15,10 +15,24 @@ namespace perfsim {
 
 std::vector<int64_t> RoutingMatrix::ExpertTotals() const {
   std::vector<int64_t> totals(experts_, 0);
-  for (int64_t s = 0; s < sources_; ++s) {
-    for (int64_t e = 0; e < experts_; ++e) totals[e] += at(s, e);
+  for (int64_t s = 0; s < sources(); ++s) {
+    const int64_t* r = row(s);
+    for (int64_t e = 0; e < experts_; ++e) totals[e] += r[e];
   }
   return totals;
+}
+
+RoutingMatrix RoutingMatrix::OneRow(int64_t sources, std::vector<int64_t> row) {
+  RoutingMatrix m(sources, static_cast<int64_t>(row.size()));
+  m.counts_ = std::move(row);
+  return m;
+}
+
+RoutingMatrix RoutingMatrix::RowPerSource(int64_t sources, int64_t experts) {
+  RoutingMatrix m(sources, experts);
+  m.counts_.assign(sources * experts, 0);
+  for (int64_t s = 0; s < sources; ++s) m.row_of_[s] = s;
+  return m;
 }
 
 namespace {
@@ -165,8 +179,12 @@ absl::StatusOr<RoutingMatrix> BuildRoutingMatrix(const RoutingSpec& spec, int64_
       }
     }
   }
-  RoutingMatrix m(sources, experts);
-  for (int64_t s = 0; s < sources; ++s) {
+  // One row serves every source unless a file gives one per source.
+  const bool per_source =
+      spec.kind == RoutingSpec::Kind::kFile && spec.file_weights.size() != 1;
+  RoutingMatrix m = per_source ? RoutingMatrix::RowPerSource(sources, experts)
+                                : RoutingMatrix(sources, experts);
+  for (int64_t s = 0; s < (per_source ? sources : std::min<int64_t>(sources, 1)); ++s) {
     std::vector<double> w(experts, 1.0);
     switch (spec.kind) {
       case RoutingSpec::Kind::kUniform: break;
@@ -183,7 +201,8 @@ absl::StatusOr<RoutingMatrix> BuildRoutingMatrix(const RoutingSpec& spec, int64_
         break;
     }
     std::vector<int64_t> counts = Apportion(w, tokens_per_source * k, tokens_per_source);
-    for (int64_t e = 0; e < experts; ++e) m.at(s, e) = counts[e];
+    if (!per_source) return RoutingMatrix::OneRow(sources, std::move(counts));
+    std::copy(counts.begin(), counts.end(), m.MutableRow(s));
   }
   return m;
 }

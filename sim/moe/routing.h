@@ -45,21 +45,37 @@ struct RoutingSpec {
 absl::StatusOr<RoutingSpec> ParseRoutingSpec(absl::string_view text);
 std::string RoutingSpecToString(const RoutingSpec& spec);
 
+// Sources often share one row (every source of a uniform, zipf or hot routing, or of a
+// one-line file): the matrix keeps each distinct row once, so 16384 sources × 256 experts cost
+// one row, not 32 MB.
 class RoutingMatrix {
  public:
+  // `sources` sources, all on one row of zeros.
   RoutingMatrix(int64_t sources, int64_t experts)
-      : sources_(sources), experts_(experts), counts_(sources * experts, 0) {}
-  int64_t sources() const { return sources_; }
+      : experts_(experts), row_of_(sources, 0), counts_(experts, 0) {}
+  // `sources` sources, all on `row`.
+  static RoutingMatrix OneRow(int64_t sources, std::vector<int64_t> row);
+  int64_t sources() const { return static_cast<int64_t>(row_of_.size()); }
   int64_t experts() const { return experts_; }
-  int64_t at(int64_t source, int64_t expert) const { return counts_[source * experts_ + expert]; }
-  int64_t& at(int64_t source, int64_t expert) { return counts_[source * experts_ + expert]; }
+  int64_t at(int64_t source, int64_t expert) const {
+    return counts_[row_of_[source] * experts_ + expert];
+  }
+  // The counts of one source, `experts()` entries.
+  const int64_t* row(int64_t source) const { return &counts_[row_of_[source] * experts_]; }
+  // Index of the source's row among the distinct rows: sources with equal indices have equal
+  // rows (the converse need not hold).
+  int64_t row_index(int64_t source) const { return row_of_[source]; }
+  // `sources` sources, each on a row of zeros of its own.
+  static RoutingMatrix RowPerSource(int64_t sources, int64_t experts);
+  // The row of `source` for writing (every source sharing it sees the change).
+  int64_t* MutableRow(int64_t source) { return &counts_[row_of_[source] * experts_]; }
   // Σ over sources.
   std::vector<int64_t> ExpertTotals() const;
 
  private:
-  int64_t sources_;
   int64_t experts_;
-  std::vector<int64_t> counts_;
+  std::vector<int64_t> row_of_;  // per source
+  std::vector<int64_t> counts_;  // distinct rows × experts
 };
 
 // InvalidArgument when a file's row count is neither 1 nor `sources` or its width is not

@@ -50,6 +50,27 @@ std::string ParallelismToString(const Parallelism& p) {
   return absl::StrCat("dp=", p.dp, ",ep=", p.ep, ",tp=", p.tp, ",fsdp=", p.fsdp);
 }
 
+absl::string_view GroupedMatmulFormName(GroupedMatmulForm form) {
+  switch (form) {
+    case GroupedMatmulForm::kNative:
+      return "native";
+    case GroupedMatmulForm::kRaggedDot:
+      return "ragged_dot";
+    case GroupedMatmulForm::kMaskedDot:
+      return "masked_dot";
+  }
+  return "?";
+}
+
+absl::StatusOr<GroupedMatmulForm> ParseGroupedMatmulForm(absl::string_view text) {
+  for (GroupedMatmulForm form : {GroupedMatmulForm::kNative, GroupedMatmulForm::kRaggedDot,
+                                 GroupedMatmulForm::kMaskedDot}) {
+    if (GroupedMatmulFormName(form) == text) return form;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "expected a grouped-matmul form (native, ragged_dot, masked_dot); got '", text, "'"));
+}
+
 const GmmTiling* TilingKnob(const BackendKnobs& knobs, absl::string_view role) {
   const std::pair<absl::string_view, const GmmTiling*> roles[] = {
       {"wi.fwd", &knobs.wi.fwd}, {"wi.dlhs", &knobs.wi.dlhs}, {"wi.drhs", &knobs.wi.drhs},

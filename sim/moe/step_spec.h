@@ -62,6 +62,22 @@ struct ProjectionTilings {
 
 enum class FusedFfnTiling { kOverF, kOverD };
 
+// How the grouped matmuls of a backend are lowered. kNative is the backend itself; the others
+// exist so that XLA can run what perfsim prints (tools/jax/xla_accepts.py): jaxlib 0.10.2's
+// XLA:CPU has no kernel for the perfsim.gmm / tgmm / fused_ffn custom-calls, nor for
+// ragged-dot.
+//   kNative     kernel custom-calls (megablox_gmm, ring_of_experts, fused_expert_ffn) or
+//               ragged-dot (sparse_ragged_dot, ep_ragged_a2a, grouped_gemm_aligned)
+//   kRaggedDot  every kernel custom-call becomes the ragged-dot it computes (no row padding;
+//               the fused FFN becomes gmm, activation, gmm); ragged-dots stay
+//   kMaskedDot  every grouped matmul, kernel or ragged-dot, becomes dense dots under a
+//               group-membership mask (sim/lowering/grouped_masked.cc)
+// The three compute the same values.
+enum class GroupedMatmulForm { kNative, kRaggedDot, kMaskedDot };
+// "native", "ragged_dot", "masked_dot".
+absl::string_view GroupedMatmulFormName(GroupedMatmulForm form);
+absl::StatusOr<GroupedMatmulForm> ParseGroupedMatmulForm(absl::string_view text);
+
 struct BackendKnobs {
   // megablox_gmm, ep_ragged_a2a, ring_of_experts: kernel tilings for wi (wi_0 and wi_1) and wo.
   ProjectionTilings wi;
@@ -70,11 +86,15 @@ struct BackendKnobs {
   double capacity_factor = 1.25;
   // grouped_gemm_aligned: per-expert row alignment A (0 = none).
   int64_t align_size = 0;
-  // ep_ragged_a2a: receive buffer rows = T_l·K·min(EP, E/K) when <= 0, else T_l·K·factor.
+  // ep_ragged_a2a: receive buffer rows = T_l·K·min(EP, E/K) when <= 0, else int(T_l·K·factor)
+  // (MaxText's token-dropping buffer: the traffic beyond it is truncated and those tokens'
+  // routed outputs are zero).
   double ragged_buffer_factor = -1;
   // fused_expert_ffn: which dimension the kernel tiles, and the tile size along it.
   FusedFfnTiling fused_tiling = FusedFfnTiling::kOverF;
   int64_t fused_tile = 0;
+  // Every backend: how grouped matmuls are lowered (above).
+  GroupedMatmulForm grouped_matmul = GroupedMatmulForm::kNative;
 };
 
 // The tiling knob of a kernel role: "wi.fwd", "wi.dlhs", "wi.drhs", "wo.fwd", "wo.dlhs",
@@ -90,8 +110,10 @@ struct StepSpec {
   std::string backend = "dense_einsum";
   BackendKnobs knobs;
 
-  // A spec with knobs filled from the model: tilings clamped to the shapes (the MaxText
-  // defaults 512/1024/1024 shrunk to the token rows and dims of small models).
+  // A spec with MaxText's default knobs: every tiling (512, 1024, 1024). The kernels run them
+  // as configured (a tile larger than its dimension is allocated at full size, as Pallas
+  // does), except that the row tile shrinks to the rows of a small problem
+  // (sim/lowering/megablox_calls.h).
   static StepSpec Defaults(ModelConfig model);
 
   int64_t tokens() const { return batch * seq; }

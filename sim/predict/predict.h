@@ -4,10 +4,17 @@
 //   PERFSIM_ASSIGN_OR_RETURN(Prediction p, Predict(o));
 //   p.step_seconds; p.mfu; p.phases; p.ops (the slowest device's timeline)
 //
+// In two stages, for callers that evaluate many routings of one scenario (sim/sweep):
+//   PERFSIM_ASSIGN_OR_RETURN(PreparedStep step, PrepareStep(o));          // routing ignored
+//   PredictCache cache;                                                   // optional
+//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, PredictWithRouting(step, routing, {.cache = &cache}));
+// Predict(o) is PredictWithRouting(PrepareStep(o), o.routing, {}) and gives the same bits.
+//
 // Pipeline: StepSpec -> lowering (the backend's per-device module) -> per-instruction cost on
 // the chip (sim/cost; collectives on the slice's topology, sim/comm) with the ragged parts
 // taken from the routing matrix (sim/moe/routing.h) -> schedule on every device
-// (sim/schedule) -> the slowest device's timeline, per-phase subtotals, MFU, HBM use.
+// (sim/schedule, one simulation per class of identical devices) -> the slowest device's
+// timeline, per-phase subtotals, MFU, HBM use.
 //
 // Fusion: the lowering emits one instruction per elementwise op, as XLA's HLO before fusion.
 // perfsim models XLA's loop fusion when costing: an elementwise op, convert, broadcast, iota or
@@ -20,11 +27,19 @@
 //     per expert: the token shard's own assignments when the op has E groups (data-parallel
 //     backends), or the assignments every token shard of its expert-parallel group sends to
 //     its E/EP local experts when the op has E/EP groups; cost by the grouped-matmul model
-//     (tile waste, visited tiles) with the op's tiling (128,128,128 for ragged-dot, whose
-//     XLA tiling the text does not carry).
+//     (tile waste, visited tiles, weight re-reads, grid steps) with the op's tiling. A kernel
+//     custom-call carries its tiling (the --tiling-wi/--tiling-wo knobs). A ragged-dot on a
+//     TPU runs with its projection's forward knob, which MaxText passes as ragged_dot_tiling
+//     XLA metadata (ragged_dot_tiling.h); on a GPU with (128, 128, 128).
 //   - ragged-all-to-all: the bytes each device of an EP group sends each other, from the same
 //     matrix (dispatch: rows for the receiver's experts; combine: the transpose), routed over
-//     the topology (most loaded link).
+//     the topology (most loaded link). Its row's HBM bytes are the rows it really reads and
+//     writes (sent plus received, its own share included), not its buffers.
+// Device classes: every data-parallel replica sees the same routing unless a file gives
+// different rows per token shard; then only the first replica's EP·TP devices are simulated
+// (their collectives over dp act within it; collective times still come from the full groups
+// on the full topology). Among the simulated devices, the schedule runs once per class of
+// devices with identical timelines (sim/schedule/schedule.h).
 // Model FLOPs (for MFU) are the useful ones: tokens·(routed + shared + router FLOPs per token)
 // (×3 for fwd_bwd), divided over the devices; peak is the chip's bf16 (or f32) matrix peak per
 // device.
@@ -36,6 +51,7 @@
 #define PERFSIM_SIM_PREDICT_PREDICT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,9 +66,9 @@ namespace perfsim {
 struct PredictOptions {
   StepSpec spec;
   std::string hw = "tpu_v7x";
-  std::string mesh;        // physical slice, e.g. "4x8x8"; empty: the chip's default slice
+  std::string mesh;  // physical slice, e.g. "4x8x8"; empty: the chip's default slice
   RoutingSpec routing;
-  bool adam = false;       // count Adam's optimizer state in HBM
+  bool adam = false;  // count Adam's optimizer state in HBM
 };
 
 // The embedded default scenario: DeepSeek-V3 MoE layer, fwd_bwd, TPU v7x 4x8x8 (512 devices),
@@ -63,22 +79,27 @@ absl::StatusOr<PredictOptions> DefaultPredictOptions();
 struct OpRow {
   std::string name;
   std::string opcode;
-  std::string stage;    // "router", "dispatch", ... (the lowering's op_name scope)
-  std::string phase;    // router, permute, dispatch, experts, combine, shared, backward
-  std::string stream;   // "compute" or "comm"
+  std::string stage;   // "router", "dispatch", ... (the lowering's op_name scope)
+  std::string phase;   // router, permute, dispatch, experts, combine, shared, backward
+  std::string stream;  // "compute" or "comm"
   double start = 0;
   double seconds = 0;
   Bound bound = Bound::kNone;
   double flops = 0;
+  // HBM bytes the op reads and writes on this device (after loop fusion; grouped matmuls by
+  // the tiling's traffic; ragged-all-to-all: the rows it sends and receives, not its buffers).
   double bytes = 0;
   // Collectives: bytes this device sends to other devices (ragged-all-to-all: from the
-  // routing's traffic; other collectives: 0, not broken out).
+  // routing's traffic; other collectives: 0, not broken out), and the most any device sends.
   double sent_bytes = 0;
+  double max_sent_bytes = 0;
+  // The time leaves out work for a rate the chip description lacks (a lower bound).
+  bool lower_bound = false;
 };
 
 struct PhaseTotal {
   std::string phase;
-  double seconds = 0;   // busy time of the phase's ops on the slowest device (both streams)
+  double seconds = 0;  // busy time of the phase's ops on the slowest device (both streams)
   double flops = 0;
   double bytes = 0;
 };
@@ -89,7 +110,7 @@ struct MemoryUse {
   double optimizer = 0;
   double activations = 0;  // peak of the other live buffers
   double total = 0;
-  double capacity = 0;     // HBM per device
+  double capacity = 0;  // HBM per device
   bool fits = true;
 };
 
@@ -99,7 +120,7 @@ struct Prediction {
   std::string mesh;
   int64_t num_devices = 0;
   int64_t slowest_device = 0;
-  std::vector<OpRow> ops;        // the slowest device, by start time
+  std::vector<OpRow> ops;  // the slowest device, by start time (empty without detail)
   std::vector<PhaseTotal> phases;
   double step_seconds = 0;
   double compute_busy = 0;
@@ -110,13 +131,63 @@ struct Prediction {
   double mfu = 0;
   MemoryUse memory;
   std::vector<std::string> unknown_rates;  // chip rates the costs needed but the chip lacks
-  // For the trace: the schedule of every device and the op names in schedule index order.
+  // For the trace (empty without detail): the schedule of the simulated devices, ids
+  // 0 .. schedule.num_devices() − 1, and the ops in schedule index order (start/seconds
+  // unset). Device d has the timeline of simulated device d % schedule.num_devices().
   Schedule schedule;
-  std::vector<OpRow> op_info;    // per schedule op (start/seconds unset)
+  std::vector<OpRow> op_info;
+};
+
+// Everything about a scenario that does not depend on its routing: the chip, the slice, the
+// lowered module, the kernel fit check, every instruction's routing-independent cost (loop
+// fusion applied), the ragged-dots' tilings, the schedule graph and the static HBM terms.
+// Immutable once made; copies share it.
+struct PreparedStepData;
+class PreparedStep {
+ public:
+  const PredictOptions& options() const;
+  int64_t num_instructions() const;
+  const PreparedStepData& data() const { return *data_; }
+
+ private:
+  friend absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& options);
+  std::shared_ptr<const PreparedStepData> data_;
 };
 
 // InvalidArgument (exit 2) for unknown chips, meshes that do not match the parallelism's device
-// count, specs the backend refuses, ...
+// count, specs the backend refuses, ...; a kernel tiling that does not fit is a failed check
+// (sim/fit IsMisfit). options.routing is not read.
+absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& options);
+
+// Memo of routing-dependent costs that callers evaluating many routings of one PreparedStep
+// may keep between calls: grouped-matmul costs by (instruction, group sizes) and ragged
+// all-to-all costs by (instruction shape, group, traffic). Not thread-safe; use it with one
+// PreparedStep.
+class PredictCache {
+ public:
+  PredictCache();
+  ~PredictCache();
+  PredictCache(const PredictCache&) = delete;
+  PredictCache& operator=(const PredictCache&) = delete;
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct EvaluateOptions {
+  // Per-op rows, op_info and the schedule for the trace. Without them a Prediction has totals,
+  // phases, memory and MFU only (what a sweep reads).
+  bool detail = true;
+  PredictCache* cache = nullptr;  // null: a fresh one per call
+};
+
+// The routing-dependent rest of Predict. InvalidArgument for a routing file whose shape does
+// not match the scenario.
+absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& step, const RoutingSpec& routing,
+                                              const EvaluateOptions& options = {});
+
 absl::StatusOr<Prediction> Predict(const PredictOptions& options);
 
 }  // namespace perfsim

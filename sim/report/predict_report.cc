@@ -3,7 +3,9 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/routing.h"
@@ -41,9 +43,9 @@ std::string Scenario(const Prediction& p) {
   return fmt::format(
       "{} MoE layer, {}, batch {} x seq {} = {} tokens ({} per device), backend {}, {}, "
       "{} {} ({} devices), routing {}",
-      s.model.name(), std::string(PhaseName(s.phase)), s.batch, s.seq, s.tokens(), s.tokens_per_device(),
-      s.backend, ParallelismToString(s.parallelism), p.chip, p.mesh, p.num_devices,
-      RoutingSpecToString(p.options.routing));
+      s.model.name(), std::string(PhaseName(s.phase)), s.batch, s.seq, s.tokens(),
+      s.tokens_per_device(), s.backend, ParallelismToString(s.parallelism), p.chip, p.mesh,
+      p.num_devices, RoutingSpecToString(p.options.routing));
 }
 
 }  // namespace
@@ -51,14 +53,31 @@ std::string Scenario(const Prediction& p) {
 std::string FormatPredictionTable(const Prediction& p) {
   std::string out = absl::StrCat(Scenario(p), "\n\n");
   absl::StrAppend(&out, fmt::format("timeline of device {} (the slowest)\n", p.slowest_device));
-  absl::StrAppend(&out, fmt::format("{:>10} {:>10}  {:<7} {:<13} {:<12} {:<18} {:<28} {:>9} {:>10}\n",
-                                    "start us", "dur us", "stream", "bound", "stage", "op",
-                                    "name", "GFLOP", "MB"));
+  absl::StrAppend(
+      &out, fmt::format("{:>10} {:>11}  {:<7} {:<13} {:<12} {:<18} {:<28} {:>9} {:>10} {:>9}\n",
+                        "start us", "dur us", "stream", "bound", "stage", "op", "name", "GFLOP",
+                        "HBM MB", "net MB"));
+  bool lower_bounds = false;
   for (const OpRow& r : p.ops) {
-    absl::StrAppend(&out, fmt::format("{:>10} {:>10}  {:<7} {:<13} {:<12} {:<18} {:<28} {:>9.3f} {:>10.2f}\n",
-                                      Us(r.start), Us(r.seconds), r.stream, std::string(BoundName(r.bound)),
-                                      r.stage, r.opcode, r.name.substr(0, 28), r.flops / 1e9,
-                                      r.bytes / 1e6));
+    // '*': the time leaves out work for a rate the chip description lacks (a lower bound).
+    lower_bounds = lower_bounds || r.lower_bound;
+    const std::string net =
+        r.stream == "comm" && r.sent_bytes > 0 ? fmt::format("{:.2f}", r.sent_bytes / 1e6) : "";
+    absl::StrAppend(
+        &out, fmt::format(
+                  "{:>10} {:>10}{:1}  {:<7} {:<13} {:<12} {:<18} {:<28} {:>9.3f} {:>10.2f} {:>9}\n",
+                  Us(r.start), Us(r.seconds), r.lower_bound ? "*" : "", r.stream,
+                  std::string(BoundName(r.bound)), r.stage, r.opcode, r.name.substr(0, 28),
+                  r.flops / 1e9, r.bytes / 1e6, net));
+  }
+  absl::StrAppend(&out,
+                  "HBM MB: bytes the op reads and writes in this device's HBM (after loop "
+                  "fusion; a ragged all-to-all: the rows it sends and receives). net MB: "
+                  "bytes it sends to other devices (ragged all-to-all).\n");
+  if (lower_bounds) {
+    absl::StrAppend(&out,
+                    "* lower bound: the chip description lacks a rate this op needs "
+                    "(see the note below); that part of its work is not timed.\n");
   }
   absl::StrAppend(&out, "\nper phase (busy time on the slowest device, both streams)\n");
   for (const PhaseTotal& t : p.phases) {
@@ -69,24 +88,28 @@ std::string FormatPredictionTable(const Prediction& p) {
   absl::StrAppend(&out, fmt::format("step time              {} us\n", Us(p.step_seconds)));
   absl::StrAppend(&out, fmt::format("compute busy           {} us\n", Us(p.compute_busy)));
   absl::StrAppend(&out, fmt::format("communication busy     {} us\n", Us(p.communication_busy)));
-  absl::StrAppend(&out, fmt::format("exposed communication  {} us ({:.1f}% of the step)\n",
-                                    Us(p.exposed_communication),
-                                    p.step_seconds > 0 ? 100 * p.exposed_communication / p.step_seconds : 0));
+  absl::StrAppend(
+      &out, fmt::format("exposed communication  {} us ({:.1f}% of the step)\n",
+                        Us(p.exposed_communication),
+                        p.step_seconds > 0 ? 100 * p.exposed_communication / p.step_seconds : 0));
   if (p.peak_flops_per_device > 0) {
-    absl::StrAppend(&out, fmt::format("MFU                    {:.1f}% ({:.4f} TFLOP model flops per "
-                                      "device, peak {:.1f} TFLOP/s per device)\n",
-                                      100 * p.mfu, p.model_flops_per_device / 1e12,
-                                      p.peak_flops_per_device / 1e12));
+    absl::StrAppend(
+        &out,
+        fmt::format("MFU                    {:.1f}% ({:.4f} TFLOP model flops per "
+                    "device, peak {:.1f} TFLOP/s per device)\n",
+                    100 * p.mfu, p.model_flops_per_device / 1e12, p.peak_flops_per_device / 1e12));
   } else {
-    absl::StrAppend(&out, "MFU                    n/a (the chip description has no matrix peak "
-                          "for the model's dtype)\n");
+    absl::StrAppend(&out,
+                    "MFU                    n/a (the chip description has no matrix peak "
+                    "for the model's dtype)\n");
   }
   const MemoryUse& m = p.memory;
-  absl::StrAppend(&out, fmt::format("HBM per device         {} of {} ({}): parameters {}, gradients {}, "
-                                    "optimizer {}, activations and buffers {}\n",
-                                    Bytes(m.total), Bytes(m.capacity),
-                                    m.fits ? "fits" : "OVER CAPACITY", Bytes(m.parameters),
-                                    Bytes(m.gradients), Bytes(m.optimizer), Bytes(m.activations)));
+  absl::StrAppend(&out,
+                  fmt::format("HBM per device         {} of {} ({}): parameters {}, gradients {}, "
+                              "optimizer {}, activations and buffers {}\n",
+                              Bytes(m.total), Bytes(m.capacity), m.fits ? "fits" : "OVER CAPACITY",
+                              Bytes(m.parameters), Bytes(m.gradients), Bytes(m.optimizer),
+                              Bytes(m.activations)));
   if (!p.unknown_rates.empty()) {
     absl::StrAppend(&out, "note: the chip description lacks ");
     for (size_t i = 0; i < p.unknown_rates.size(); ++i) {
@@ -100,24 +123,24 @@ std::string FormatPredictionTable(const Prediction& p) {
 std::string PredictionJson(const Prediction& p) {
   const StepSpec& s = p.options.spec;
   std::string out = "{\"scenario\": {";
-  absl::StrAppend(&out, "\"model\": ", Json(s.model.name()), ", \"phase\": ", Json(PhaseName(s.phase)),
-                  ", \"batch\": ", s.batch, ", \"seq\": ", s.seq, ", \"backend\": ",
-                  Json(s.backend), ", \"parallelism\": ", Json(ParallelismToString(s.parallelism)),
-                  ", \"hw\": ", Json(p.chip), ", \"mesh\": ", Json(p.mesh), ", \"devices\": ",
-                  p.num_devices, ", \"routing\": ", Json(RoutingSpecToString(p.options.routing)),
-                  "},\n");
-  absl::StrAppend(&out, "\"step_seconds\": ", Num(p.step_seconds), ", \"slowest_device\": ",
-                  p.slowest_device, ", \"compute_busy_seconds\": ", Num(p.compute_busy),
-                  ", \"communication_busy_seconds\": ", Num(p.communication_busy),
-                  ", \"exposed_communication_seconds\": ", Num(p.exposed_communication),
-                  ", \"mfu\": ", Num(p.mfu), ", \"model_flops_per_device\": ",
-                  Num(p.model_flops_per_device), ", \"peak_flops_per_device\": ",
-                  Num(p.peak_flops_per_device), ",\n\"phases\": [");
+  absl::StrAppend(
+      &out, "\"model\": ", Json(s.model.name()), ", \"phase\": ", Json(PhaseName(s.phase)),
+      ", \"batch\": ", s.batch, ", \"seq\": ", s.seq, ", \"backend\": ", Json(s.backend),
+      ", \"parallelism\": ", Json(ParallelismToString(s.parallelism)), ", \"hw\": ", Json(p.chip),
+      ", \"mesh\": ", Json(p.mesh), ", \"devices\": ", p.num_devices,
+      ", \"routing\": ", Json(RoutingSpecToString(p.options.routing)), "},\n");
+  absl::StrAppend(
+      &out, "\"step_seconds\": ", Num(p.step_seconds), ", \"slowest_device\": ", p.slowest_device,
+      ", \"compute_busy_seconds\": ", Num(p.compute_busy),
+      ", \"communication_busy_seconds\": ", Num(p.communication_busy),
+      ", \"exposed_communication_seconds\": ", Num(p.exposed_communication),
+      ", \"mfu\": ", Num(p.mfu), ", \"model_flops_per_device\": ", Num(p.model_flops_per_device),
+      ", \"peak_flops_per_device\": ", Num(p.peak_flops_per_device), ",\n\"phases\": [");
   for (size_t i = 0; i < p.phases.size(); ++i) {
     const PhaseTotal& t = p.phases[i];
-    absl::StrAppend(&out, i ? ", " : "", "{\"phase\": ", Json(t.phase), ", \"seconds\": ",
-                    Num(t.seconds), ", \"flops\": ", Num(t.flops), ", \"bytes\": ", Num(t.bytes),
-                    "}");
+    absl::StrAppend(&out, i ? ", " : "", "{\"phase\": ", Json(t.phase),
+                    ", \"seconds\": ", Num(t.seconds), ", \"flops\": ", Num(t.flops),
+                    ", \"bytes\": ", Num(t.bytes), "}");
   }
   const MemoryUse& m = p.memory;
   absl::StrAppend(&out, "],\n\"memory\": {\"parameters\": ", Num(m.parameters),
@@ -127,24 +150,58 @@ std::string PredictionJson(const Prediction& p) {
                   "},\n\"ops\": [");
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const OpRow& r = p.ops[i];
-    absl::StrAppend(&out, i ? ",\n  " : "\n  ", "{\"name\": ", Json(r.name), ", \"opcode\": ",
-                    Json(r.opcode), ", \"stage\": ", Json(r.stage), ", \"phase\": ",
-                    Json(r.phase), ", \"stream\": ", Json(r.stream), ", \"start\": ",
-                    Num(r.start), ", \"seconds\": ", Num(r.seconds), ", \"bound\": ",
-                    Json(BoundName(r.bound)), ", \"flops\": ", Num(r.flops), ", \"bytes\": ",
-                    Num(r.bytes), "}");
+    absl::StrAppend(&out, i ? ",\n  " : "\n  ", "{\"name\": ", Json(r.name),
+                    ", \"opcode\": ", Json(r.opcode), ", \"stage\": ", Json(r.stage),
+                    ", \"phase\": ", Json(r.phase), ", \"stream\": ", Json(r.stream),
+                    ", \"start\": ", Num(r.start), ", \"seconds\": ", Num(r.seconds),
+                    ", \"bound\": ", Json(BoundName(r.bound)), ", \"flops\": ", Num(r.flops),
+                    ", \"bytes\": ", Num(r.bytes), ", \"sent_bytes\": ", Num(r.sent_bytes),
+                    ", \"max_sent_bytes\": ", Num(r.max_sent_bytes),
+                    ", \"lower_bound\": ", r.lower_bound ? "true" : "false", "}");
   }
   absl::StrAppend(&out, "\n]}\n");
   return out;
 }
 
-std::string PredictionTrace(const Prediction& p, int max_devices) {
-  std::set<int64_t> devices = {p.slowest_device, 0};
-  // Simulated devices (one data-parallel replica when the replicas are identical, predict.h).
-  const int64_t n = static_cast<int64_t>(p.schedule.devices.size());
-  for (int64_t k = 0; static_cast<int64_t>(devices.size()) < std::min<int64_t>(max_devices, n); ++k) {
-    devices.insert(k * n / std::max(1, max_devices - 1) % n);
-    if (k > 4 * max_devices) break;
+absl::StatusOr<TraceDevices> ParseTraceDevices(absl::string_view text, int64_t num_devices) {
+  TraceDevices devices;
+  if (text == "all") {
+    devices.all = true;
+    return devices;
+  }
+  auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trace-devices: expected all, or device ids and ranges in [0, ", num_devices,
+                     ") such as 0,7,100-103; got '", what, "'"));
+  };
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    std::vector<absl::string_view> ends = absl::StrSplit(part, absl::MaxSplits('-', 1));
+    int64_t first = 0, last = 0;
+    if (!absl::SimpleAtoi(ends[0], &first)) return bad(part);
+    last = first;
+    if (ends.size() == 2 && !absl::SimpleAtoi(ends[1], &last)) return bad(part);
+    if (first < 0 || last >= num_devices || first > last) return bad(part);
+    for (int64_t d = first; d <= last; ++d) devices.ids.push_back(d);
+  }
+  return devices;
+}
+
+std::string PredictionTrace(const Prediction& p, const TraceDevices& which) {
+  // Device d runs the timeline of simulated device d % n (predict.h).
+  const int64_t n = p.schedule.num_devices();
+  std::set<int64_t> devices(which.ids.begin(), which.ids.end());
+  if (which.all) {
+    for (int64_t d = 0; d < p.num_devices; ++d) devices.insert(d);
+  } else if (devices.empty()) {
+    // The default sample: the slowest device, device 0, and up to max_devices in all spread
+    // evenly over the simulated devices.
+    const int max_devices = which.max_devices;
+    devices = {p.slowest_device, 0};
+    for (int64_t k = 0; static_cast<int64_t>(devices.size()) < std::min<int64_t>(max_devices, n);
+         ++k) {
+      devices.insert(k * n / std::max(1, max_devices - 1) % n);
+      if (k > 4 * max_devices) break;
+    }
   }
   std::string out = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [";
   bool first = true;
@@ -153,19 +210,29 @@ std::string PredictionTrace(const Prediction& p, int max_devices) {
     first = false;
   };
   for (int64_t d : devices) {
-    event(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": \"device {}{}\"}}}}",
-                      d, d, d == p.slowest_device ? " (slowest)" : ""));
-    event(fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": 0, \"args\": {{\"name\": \"compute\"}}}}", d));
-    event(fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": 1, \"args\": {{\"name\": \"comm\"}}}}", d));
-    const DeviceSchedule& ds = p.schedule.devices[d];
+    event(
+        fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": "
+                    "{{\"name\": \"device {}{}\"}}}}",
+                    d, d, d == p.slowest_device ? " (slowest)" : ""));
+    event(
+        fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": 0, "
+                    "\"args\": {{\"name\": \"compute\"}}}}",
+                    d));
+    event(
+        fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": 1, "
+                    "\"args\": {{\"name\": \"comm\"}}}}",
+                    d));
+    if (n == 0) break;
+    const DeviceSchedule& ds = p.schedule.device(d % n);
     for (int64_t i : p.schedule.order) {
       const OpRow& info = p.op_info[i];
       const double dur = ds.finish[i] - ds.start[i];
       if (dur <= 0) continue;
-      event(fmt::format("{{\"ph\": \"X\", \"name\": {}, \"cat\": {}, \"pid\": {}, \"tid\": {}, "
-                        "\"ts\": {:.4f}, \"dur\": {:.4f}, \"args\": {{\"opcode\": {}, \"bound\": {}}}}}",
-                        Json(info.name), Json(info.phase), d, info.stream == "comm" ? 1 : 0,
-                        ds.start[i] * 1e6, dur * 1e6, Json(info.opcode), Json(BoundName(info.bound))));
+      event(fmt::format(
+          "{{\"ph\": \"X\", \"name\": {}, \"cat\": {}, \"pid\": {}, \"tid\": {}, "
+          "\"ts\": {:.4f}, \"dur\": {:.4f}, \"args\": {{\"opcode\": {}, \"bound\": {}}}}}",
+          Json(info.name), Json(info.phase), d, info.stream == "comm" ? 1 : 0, ds.start[i] * 1e6,
+          dur * 1e6, Json(info.opcode), Json(BoundName(info.bound))));
     }
   }
   absl::StrAppend(&out, "\n]}\n");

@@ -6,25 +6,49 @@
 #ifndef PERFSIM_SIM_REPORT_PREDICT_REPORT_H_
 #define PERFSIM_SIM_REPORT_PREDICT_REPORT_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sim/predict/predict.h"
 
 namespace perfsim {
 
-// Scenario, per-op rows of the slowest device (start, duration, stream, bound, phase, op,
-// GFLOP, MB), per-phase subtotals, totals, exposed communication, MFU and HBM use.
+// Scenario, per-op rows of the slowest device (start, duration, stream, bound, stage, op,
+// GFLOP, HBM MB = bytes read and written in HBM, net MB = bytes sent to other devices; a
+// duration marked '*' is a lower bound: the chip lacks a rate the op needs), per-phase
+// subtotals, totals, exposed communication, MFU and HBM use.
 std::string FormatPredictionTable(const Prediction& p);
 
 // {"scenario": {...}, "step_seconds", "slowest_device", "compute_busy_seconds",
 //  "communication_busy_seconds", "exposed_communication_seconds", "mfu", "model_flops_per_device",
 //  "phases": [{"phase","seconds","flops","bytes"}], "memory": {...},
-//  "ops": [{"name","opcode","stage","phase","stream","start","seconds","bound","flops","bytes"}]}
+//  "ops": [{"name","opcode","stage","phase","stream","start","seconds","bound","flops",
+//           "bytes" (HBM bytes read and written), "sent_bytes" (to other devices),
+//           "max_sent_bytes" (the most any device of the collective sends),
+//           "lower_bound" (the time leaves out work for a rate the chip lacks)}]}
 std::string PredictionJson(const Prediction& p);
 
-// Trace-event JSON: one process per device (the slowest, device 0, and up to `max_devices`
-// in all, evenly spread), one thread per stream (compute, comm); complete ("X") events in µs.
-std::string PredictionTrace(const Prediction& p, int max_devices = 8);
+// Which devices a trace shows (device ids of the whole mesh; a device outside the simulated
+// ones shows the timeline of its twin d % p.schedule.num_devices(), predict.h).
+struct TraceDevices {
+  bool all = false;          // every device of the mesh (512 on the default: a large file)
+  std::vector<int64_t> ids;  // these devices
+  // Neither: the default sample, the slowest device, device 0 and up to `max_devices` in all,
+  // spread evenly over the simulated devices.
+  int max_devices = 8;
+};
+
+// `--trace-devices` text: "all", or ids and ranges "0,7,100-103". InvalidArgument:
+// "--trace-devices: expected all, or device ids and ranges in [0, 512) such as 0,7,100-103;
+// got '600'".
+absl::StatusOr<TraceDevices> ParseTraceDevices(absl::string_view text, int64_t num_devices);
+
+// Trace-event JSON: one process per device, one thread per stream (compute, comm); complete
+// ("X") events in µs. Needs a Prediction made with detail (the schedule).
+std::string PredictionTrace(const Prediction& p, const TraceDevices& devices = {});
 
 }  // namespace perfsim
 

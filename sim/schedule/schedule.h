@@ -4,6 +4,7 @@
 //   ScheduleProblem p = ...;            // instructions, per-device durations, collective groups
 //   PERFSIM_ASSIGN_OR_RETURN(Schedule s, SimulateSchedule(p));
 //   s.makespan;                          // the slowest device's finish time
+//   s.device(7).start[i];                // when op i starts on device 7
 //
 // Like XLA, perfsim runs ONE static instruction order on every device; the order comes from a
 // list schedule (as XLA's latency-hiding scheduler does with its cost estimates):
@@ -15,6 +16,14 @@
 //      its operands are done and its stream is free; a collective starts when every member of
 //      its group is ready (it synchronises the group) and ends at start + its duration.
 // Instructions with zero duration (parameters, tuples, bitcasts, ...) occupy no stream.
+//
+// Device classes. Step 2 is simulated once per class of devices whose timelines are provably
+// identical: devices with equal durations on every op, and, for every collective, a group that
+// meets the same set of classes (the coarsest such partition, found by refinement). By
+// induction over the issue order every device of a class starts and finishes every op at the
+// same times as the class's representative (its lowest device id), so the result is the same,
+// bit for bit, as simulating every device; a uniform routing gives one class however many
+// devices there are. Mean durations in step 1 are still summed over every device in id order.
 #ifndef PERFSIM_SIM_SCHEDULE_SCHEDULE_H_
 #define PERFSIM_SIM_SCHEDULE_SCHEDULE_H_
 
@@ -28,11 +37,12 @@ namespace perfsim {
 enum class Stream { kNone, kCompute, kCommunication };
 
 struct ScheduleOp {
-  std::vector<int64_t> operands;       // indices of earlier ops this one waits for
+  std::vector<int64_t> operands;  // indices of earlier ops this one waits for
   Stream stream = Stream::kCompute;
   // Seconds per device; one entry means the same on every device.
   std::vector<double> duration;
-  // Collectives: the device groups that synchronise (device ids); empty for compute.
+  // Collectives: the device groups that synchronise (device ids, each device in at most one
+  // group); empty for compute.
   std::vector<std::vector<int64_t>> groups;
 
   double DurationOn(int64_t device) const {
@@ -46,10 +56,10 @@ struct ScheduleProblem {
 };
 
 struct DeviceSchedule {
-  std::vector<double> start;    // per op
-  std::vector<double> finish;   // per op
+  std::vector<double> start;   // per op
+  std::vector<double> finish;  // per op
   double makespan = 0;
-  double compute_busy = 0;      // seconds the compute stream is busy
+  double compute_busy = 0;  // seconds the compute stream is busy
   double communication_busy = 0;
   // Seconds when the communication stream is busy and the compute stream idle: the
   // communication the schedule failed to hide.
@@ -58,13 +68,22 @@ struct DeviceSchedule {
 
 struct Schedule {
   std::vector<int64_t> order;           // the static issue order (op indices)
-  std::vector<DeviceSchedule> devices;  // per device
+  std::vector<int64_t> device_class;    // per device: its class
+  std::vector<int64_t> representative;  // per class: its lowest device id
+  std::vector<DeviceSchedule> classes;  // per class: the timeline of all its devices
+  // The device with the largest makespan; among devices that finish at the same time (a
+  // final collective synchronises them), the one with the most compute busy time (the one the
+  // others waited for), then the lowest id.
   int64_t slowest_device = 0;
   double makespan = 0;
+
+  int64_t num_devices() const { return static_cast<int64_t>(device_class.size()); }
+  int64_t num_classes() const { return static_cast<int64_t>(classes.size()); }
+  const DeviceSchedule& device(int64_t d) const { return classes[device_class[d]]; }
 };
 
 // InvalidArgument for an operand index that is not earlier, a duration list of the wrong
-// length, or a group naming a device out of range.
+// length, a group naming a device out of range, or a device in two groups of one op.
 absl::StatusOr<Schedule> SimulateSchedule(const ScheduleProblem& problem);
 
 }  // namespace perfsim

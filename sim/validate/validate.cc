@@ -1,10 +1,13 @@
 #include "sim/validate/validate.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sim/fit/module_fit.h"
 #include "sim/interp/interpreter.h"
@@ -90,7 +93,12 @@ absl::StatusOr<ModelConfig> WithRouter(const ModelConfig& model, RouterFamily fa
       r->set_kind(ROUTER_KIND_SOFTMAX_TOPK);
       r->set_renormalize(true);
       break;
-    case RouterFamily::kTopKSoftmax: r->set_kind(ROUTER_KIND_TOPK_SOFTMAX); break;
+    case RouterFamily::kTopKSoftmax:
+      // Mixtral's and GPT-OSS's shape of routing, with GPT-OSS's router matmul bias, so every
+      // backend is checked on the bias and its gradient too.
+      r->set_kind(ROUTER_KIND_TOPK_SOFTMAX);
+      r->set_has_bias(true);
+      break;
     case RouterFamily::kSigmoidGrouped: {
       // DeepSeek-V3's shape of routing: 4 groups (or the largest count up to 4 that divides E and
       // leaves 2 per group), keep half of them, bias, renormalise, scale 2.5.
@@ -104,7 +112,7 @@ absl::StatusOr<ModelConfig> WithRouter(const ModelConfig& model, RouterFamily fa
       r->set_group_score(GROUP_SCORE_TOP2_SUM);
       r->set_renormalize(true);
       r->set_routed_scaling_factor(2.5);
-      r->set_has_bias(true);
+      r->set_has_score_correction_bias(true);
       break;
     }
     case RouterFamily::kSigmoidPrescale:
@@ -201,6 +209,8 @@ TensorError Compare(const TensorSpec& spec, const Literal& got, const Literal& w
   return e;
 }
 
+std::string Exact(double value) { return absl::StrFormat("%.9g", value); }
+
 std::string IndexString(const std::vector<int64_t>& index) {
   return absl::StrCat("[", absl::StrJoin(index, ","), "]");
 }
@@ -252,8 +262,29 @@ absl::StatusOr<Literal> Unshard(const std::vector<Literal>& shards, const Tensor
   return global;
 }
 
+namespace {
+
+// FNV-1a over every input's shape and bytes: the cache keys on what the reference actually
+// runs on, so two callers whose keys forget an input dependency cannot share outputs.
+uint64_t InputsFingerprint(const std::vector<Literal>& inputs) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  };
+  for (const Literal& lit : inputs) {
+    const std::string shape = lit.shape().ToString(false);
+    mix(shape.data(), shape.size());
+    mix(lit.data().data(), lit.data().size());
+  }
+  return h;
+}
+
+}  // namespace
+
 absl::StatusOr<const std::vector<Literal>*> ReferenceCache::Get(
-    const StepSpec& spec, const std::vector<Literal>& inputs, const std::string& key) {
+    const StepSpec& spec, const std::vector<Literal>& inputs, const std::string& caller_key) {
+  const std::string key = absl::StrCat(caller_key, "|inputs=", InputsFingerprint(inputs));
   auto it = outputs_.find(key);
   if (it != outputs_.end()) return &it->second;
   StepSpec ref = spec;
@@ -308,6 +339,21 @@ bool HasDeclaredExchange(const Module& module) {
   return false;
 }
 
+// The rows a token-dropping lowering truncates its ragged-all-to-alls to (checks.h
+// DeclareTruncatedTo), 0 when none does.
+int64_t TruncatedReceiveRows(const Module& module) {
+  for (const auto& instruction : module.entry()->instructions()) {
+    if (instruction->opcode() != Opcode::kRaggedAllToAll) continue;
+    int64_t rows = 0;
+    if (absl::SimpleAtoi(
+            FrontendAttribute(instruction->attributes().frontend_attributes, "perfsim_truncated"),
+            &rows)) {
+      return rows;
+    }
+  }
+  return 0;
+}
+
 // Compares every output with the reference; the first failure (a NaN/Inf where the
 // reference is finite, or an error over the tolerance) sets r.pass and r.message, prefixed
 // with `context`. Errors are appended to `errors` when given.
@@ -320,14 +366,15 @@ void CompareAll(const LoweredStep& step, const std::vector<Literal>& got,
       r.pass = false;
       r.message = absl::StrCat(context, step.spec.backend, ": ", e.tensor, " has ", e.non_finite,
                                " NaN/Inf values where the reference is finite, first at ",
-                               IndexString(e.index), " (got ", e.got, ", want ", e.want,
+                               IndexString(e.index), " (got ", Exact(e.got), ", want ",
+                               Exact(e.want),
                                "): an uninitialised (poisoned) buffer reached the output");
     } else if (e.max_rel_error > r.tolerance && r.pass) {
       r.pass = false;
       r.message = absl::StrCat(context, step.spec.backend, ": ", e.tensor,
                                " differs from dense_einsum at ", IndexString(e.index), ": got ",
-                               e.got, ", want ", e.want, " (relative error ", e.max_rel_error,
-                               " > ", r.tolerance, ")");
+                               Exact(e.got), ", want ", Exact(e.want), " (relative error ",
+                               e.max_rel_error, " > ", r.tolerance, ")");
     }
     if (errors != nullptr) errors->push_back(std::move(e));
   }
@@ -380,7 +427,7 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
                      .phase = std::string(PhaseName(spec.phase)),
                      .devices = spec.num_devices(),
                      .parallelism = spec.parallelism,
-                     .tolerance = ToleranceFor(spec)};
+                     .tolerance = c.tolerance > 0 ? c.tolerance : ToleranceFor(spec)};
   auto fail = [&](std::string message) {
     r.pass = false;
     r.message = std::move(message);
@@ -395,8 +442,12 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
     }
   }
   std::vector<Literal> global = MakeGlobalInputs(step, c.routing, c.seed);
-  const std::string key = absl::StrCat(ModelKey(spec), "|", RoutingCaseName(c.routing), "|",
-                                       c.seed);
+  // Everything the inputs depend on: the adversarial routing's picks also depend on the mesh
+  // and the alignment (AdversarialPicks). The cache adds a fingerprint of the inputs themselves.
+  std::string key = absl::StrCat(ModelKey(spec), "|", RoutingCaseName(c.routing), "|", c.seed);
+  if (c.routing == RoutingCase::kAdversarial) {
+    absl::StrAppend(&key, "|", ParallelismToString(spec.parallelism), "|", spec.knobs.align_size);
+  }
   absl::StatusOr<const std::vector<Literal>*> want = cache.Get(spec, global, key);
   if (!want.ok()) return fail(absl::StrCat("reference: ", want.status().message()));
   absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global);
@@ -408,6 +459,11 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
   }
   r.pass = true;
   CompareAll(step, *got, **want, "", r, &r.errors);
+  if (const int64_t rows = TruncatedReceiveRows(*step.module); !r.pass && rows > 0) {
+    absl::StrAppend(&r.message, " (ragged_buffer_factor ", spec.knobs.ragged_buffer_factor,
+                    ": receive buffers of ", rows,
+                    " rows drop what the dropless reference keeps)");
+  }
   if (r.pass && c.routing != RoutingCase::kAdversarial) RunAdversarial(step, c, cache, r);
   return r;
 }
@@ -419,7 +475,7 @@ ValidationResult ValidateCase(const ValidationCase& c, ReferenceCache& cache) {
                      .phase = std::string(PhaseName(c.spec.phase)),
                      .devices = c.spec.num_devices(),
                      .parallelism = c.spec.parallelism,
-                     .tolerance = ToleranceFor(c.spec)};
+                     .tolerance = c.tolerance > 0 ? c.tolerance : ToleranceFor(c.spec)};
   absl::StatusOr<ModelConfig> model = WithRouter(c.spec.model, c.router);
   if (!model.ok()) {
     r.message = std::string(model.status().message());

@@ -85,7 +85,9 @@ std::vector<Literal> MakeGlobalInputs(const LoweredStep& step, RoutingCase routi
     } else if (t.name == "wo" || t.name == "ws_o") {
       scale = 1 / std::sqrt(static_cast<double>(f));
     } else if (t.name == "router_bias") {
-      scale = 0.1;
+      scale = 0.25;  // a fraction of the logits' spread (≈ 2), enough to change choices
+    } else if (t.name == "router_score_bias") {
+      scale = 0.1;  // comparable to the spread of sigmoid scores in (0, 1)
     }
     for (int64_t i = 0; i < lit.element_count(); ++i) lit.SetFromDouble(i, stream.Uniform() * scale);
     if (t.name == "x") {

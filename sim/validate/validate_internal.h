@@ -20,6 +20,10 @@ TensorError Compare(const TensorSpec& spec, const Literal& got, const Literal& w
 
 std::string IndexString(const std::vector<int64_t>& index);
 
+// A value with 9 significant digits, enough to tell two f32 values apart ("0.0710572" for both
+// of 0.071057193 and 0.071057196 would hide the difference a message reports).
+std::string Exact(double value);
+
 // Runs `step` on the sharded `global` inputs and returns every output unsharded.
 absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
                                                   const std::vector<Literal>& global);

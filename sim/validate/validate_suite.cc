@@ -33,7 +33,8 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options) {
         for (RouterFamily router : routers) {
           for (RoutingCase routing : routings) {
             ValidationCase c{.spec = options.base, .router = router, .routing = routing,
-                             .seed = options.seed, .chip = options.chip};
+                             .seed = options.seed, .chip = options.chip,
+                             .tolerance = options.tolerance};
             c.spec.backend = name;
             c.spec.phase = phase;
             if (backend.ok()) {
@@ -150,7 +151,8 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
   r.pass = e.non_finite == 0 && e.max_rel_error <= r.tolerance;
   if (!r.pass) {
     r.message = absl::StrCat("y differs from the reference at ", IndexString(e.index), ": got ",
-                             e.got, ", want ", e.want, " (relative error ", e.max_rel_error,
+                             Exact(e.got), ", want ", Exact(e.want), " (relative error ",
+                             e.max_rel_error,
                              e.non_finite > 0 ? absl::StrCat(", ", e.non_finite, " NaN/Inf") : "",
                              ")");
   }

@@ -1,8 +1,10 @@
 // `perfsim accuracy` and `perfsim calibrate` through the CLI library, on
 // shared/reference/calibration.csv (found through PERFSIM_SHARED_DIR): the JSON has one entry
 // per row, each predicted with consistent errors or skipped with a reason; bad input exits 2.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cli/cli.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -107,6 +110,73 @@ TEST(AccuracyCli, EveryRowIsPredictedOrSkippedWithAReason) {
             absl::StrCat(CalibrationFile().rows.size() - simulated));
 }
 
+// The summary objects of one column, by scope.
+std::map<std::string, std::string> SummaryObjects(const std::string& json,
+                                                  const std::string& column) {
+  std::map<std::string, std::string> by_scope;
+  const std::optional<std::string> summary = JsonTopLevelValue(json, "summary");
+  if (!summary.has_value()) return by_scope;
+  const std::optional<std::string> list = JsonTopLevelValue(*summary, column);
+  if (!list.has_value()) return by_scope;
+  for (absl::string_view line : absl::StrSplit(*list, '\n')) {
+    absl::string_view l = absl::StripAsciiWhitespace(line);
+    if (!absl::StartsWith(l, "{\"scope\": ")) continue;
+    absl::ConsumeSuffix(&l, ",");
+    by_scope[JsonTopLevelValue(std::string(l), "scope").value_or("?")] = std::string(l);
+  }
+  return by_scope;
+}
+
+TEST(AccuracyCli, JsonRowsAndSummariesHaveTheIssuesFields) {
+  // The rows validation/gpu/measure_moe.py writes (synthetic values): 5 grouped matmuls
+  // simulated, 3 rows of other categories skipped.
+  const CliRun r = Perfsim(
+      {"accuracy", PERFSIM_TESTDATA_DIR "/accuracy/measure_moe_format.csv", "--format=json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> rows = RowObjects(r.out);
+  ASSERT_EQ(rows.size(), 8u);
+  std::map<std::string, std::vector<std::pair<std::string, double>>> errors;  // by scope
+  for (const std::string& row : rows) {
+    for (const char* key :
+         {"id", "category", "measured", "predicted", "unit", "error_pct", "skipped_reason"}) {
+      EXPECT_TRUE(JsonTopLevelValue(row, key).has_value()) << key << " in " << row;
+    }
+    EXPECT_EQ(JsonTopLevelValue(row, "unit"), "\"us\"") << row;
+    const std::string id = JsonTopLevelValue(row, "id").value_or("");
+    const std::string category = JsonTopLevelValue(row, "category").value_or("");
+    if (JsonTopLevelValue(row, "skipped_reason") != "null") continue;
+    // Signed: (predicted - measured) / measured * 100.
+    const double measured = Number(row, "measured");
+    const double error = Number(row, "error_pct");
+    EXPECT_NEAR(error, (Number(row, "predicted") - measured) / measured * 100, 1e-9) << row;
+    for (const std::string& scope :
+         {category, std::string("\"kernel\""), std::string("\"overall\"")}) {
+      errors[scope].push_back({id, error});
+    }
+  }
+  ASSERT_EQ(errors["\"overall\""].size(), 5u);
+  // Each scope's summary, recomputed from the rows' error_pct: count, median |error|, p90
+  // |error| (nearest rank: the 5th smallest of 5), worst row with its signed error.
+  const std::map<std::string, std::string> summary = SummaryObjects(r.out, "calibrated");
+  ASSERT_EQ(summary.size(), 3u);  // kernel_grouped_gemm, kernel, overall
+  for (const auto& [scope, list] : errors) {
+    ASSERT_TRUE(summary.count(scope)) << scope;
+    const std::string& s = summary.at(scope);
+    std::vector<double> abs_errors;
+    std::pair<std::string, double> worst = {"", 0};
+    for (const auto& [id, e] : list) {
+      abs_errors.push_back(std::fabs(e));
+      if (std::fabs(e) > std::fabs(worst.second)) worst = {id, e};
+    }
+    std::sort(abs_errors.begin(), abs_errors.end());
+    EXPECT_EQ(Number(s, "count"), 5) << s;
+    EXPECT_NEAR(Number(s, "median_abs_error_pct"), abs_errors[2], 1e-9) << s;
+    EXPECT_NEAR(Number(s, "p90_abs_error_pct"), abs_errors[4], 1e-9) << s;
+    EXPECT_EQ(JsonTopLevelValue(s, "worst_id"), worst.first) << s;
+    EXPECT_NEAR(Number(s, "worst_error_pct"), worst.second, 1e-9) << s;
+  }
+}
+
 TEST(AccuracyCli, TableAndJsonAreDeterministic) {
   const CliRun a = Perfsim({"accuracy", CalibrationCsvPath()});
   const CliRun b = Perfsim({"accuracy", CalibrationCsvPath()});
@@ -135,15 +205,15 @@ TEST(AccuracyCli, BadInputExitsTwoWithTheLocation) {
 
 TEST(AccuracyCli, SkippedRowsAreListedNotDropped) {
   const CliRun r = Perfsim({"accuracy", "-", "--format=json"},
-                        "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n"
-                        "M2,collective,MI300X,t,5,us\n");
+                           "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n"
+                           "M2,collective,MI300X,t,5,us\n");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> rows = RowObjects(r.out);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_THAT(rows[0], HasSubstr("category 'moe_layer' is not simulated"));
   EXPECT_THAT(rows[1], HasSubstr("not a built-in chip"));
-  const CliRun table = Perfsim({"accuracy", "-"},
-                            "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n");
+  const CliRun table = Perfsim(
+      {"accuracy", "-"}, "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n");
   EXPECT_THAT(table.out, HasSubstr("skipped (not simulated):\n  M1"));
 }
 
@@ -173,6 +243,12 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
   EXPECT_LT(h800.proto().efficiency().matmul_fraction_of_peak(), 0.9);
   EXPECT_THAT(h800.proto().efficiency().fitted_on(), HasSubstr("calibration.csv"));
   EXPECT_THAT(ReadFileOrDie(path), HasSubstr("# fitted on M001 M002 M003 M004"));
+  // Every field of the block is written; those no row informs keep the file's value.
+  EXPECT_THAT(ReadFileOrDie(path), HasSubstr("collective_ring_fraction_of_peak: 1  # no row "
+                                             "informs it: unchanged"));
+  EXPECT_GT(h800.proto().efficiency().collective_overhead_seconds(), 0);
+  // A chip no row is on (gpu_a100) is not touched, not even read.
+  EXPECT_THAT(wrote.out, ::testing::Not(HasSubstr("gpu_a100")));
 
   // A directory without the chip's file is an error, exit 2.
   const std::filesystem::path empty = std::filesystem::path(::testing::TempDir()) / "perfsim_no_hw";

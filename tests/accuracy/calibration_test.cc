@@ -62,10 +62,12 @@ TEST(Calibration, FractionsNeverExceedOne) {
 
 TEST(Calibration, FitsAnOverheadThatExplainsShortRows) {
   // t = o + w / h: two rows of 10 us and 100 us of work measured at 40 us and 130 us: o = 30 us
-  // and h = 1 explain both exactly (nothing else can with h <= 1). The priors 0.01 (o / 10 us)^2
-  // and 0.01 (ln h)^2 then pull o down and h below 1: the objective
-  //   ln((o + 10/h)/40)^2 + ln((o + 100/h)/130)^2 + 0.01 (o/10)^2 + 0.01 (ln h)^2   (o in us)
-  // has its minimum at o = 25.20 us, h = 0.912 (a grid search at 0.006 us x 1e-4 steps).
+  // and h = 1 explain both exactly (nothing else can with h <= 1). The priors 0.01 (o / s)^2,
+  // s = 55 us (the median of the rows' datasheet times, 10 and 100 us), and 0.01 (ln h)^2 pull
+  // o down and h below 1, a little: the objective
+  //   ln((o + 10/h)/40)^2 + ln((o + 100/h)/130)^2 + 0.01 (o/55)^2 + 0.01 (ln h)^2   (o in us)
+  // has its minimum at o = 29.79 us, h = 0.9961 (numpy grid search: 0.01 us x 1e-4 steps over
+  // [0, 60] x [0.5, 1], then 0.0005 us x 1e-6 around the best point).
   RowModel shorter = OneTerm("c", FactorKind::kHbm, 10e-6);
   shorter.overhead = FactorKind::kGemmOverhead;
   shorter.invocations = 1;
@@ -74,8 +76,44 @@ TEST(Calibration, FitsAnOverheadThatExplainsShortRows) {
   longer.invocations = 1;
   const std::vector<CalibrationRow> rows = {{"S", &shorter, 40e-6}, {"L", &longer, 130e-6}};
   const ChipFactors f = FitCalibration(rows).For("c");
-  EXPECT_NEAR(f.Get(FactorKind::kGemmOverhead), 25.20e-6, 0.02e-6);
-  EXPECT_NEAR(f.Get(FactorKind::kHbm), 0.912, 0.001);
+  EXPECT_NEAR(f.Get(FactorKind::kGemmOverhead), 29.79e-6, 0.01e-6);
+  EXPECT_NEAR(f.Get(FactorKind::kHbm), 0.9961, 0.0002);
+}
+
+TEST(Calibration, OverheadPriorScalesWithTheRowsLength) {
+  // The rows above ten times longer (100 us and 1 ms of work measured at 400 us and 1.3 ms): the
+  // prior's scale is 550 us, so the objective is the one above with o in units of 10 us, and
+  // its minimum is ten times the one above: o = 297.9 us, h = 0.9961.
+  RowModel shorter = OneTerm("c", FactorKind::kHbm, 100e-6);
+  shorter.overhead = FactorKind::kGemmOverhead;
+  shorter.invocations = 1;
+  RowModel longer = OneTerm("c", FactorKind::kHbm, 1e-3);
+  longer.overhead = FactorKind::kGemmOverhead;
+  longer.invocations = 1;
+  const std::vector<CalibrationRow> rows = {{"S", &shorter, 400e-6}, {"L", &longer, 1.3e-3}};
+  const Calibration cal = FitCalibration(rows);
+  EXPECT_DOUBLE_EQ(cal.chips.at("c").prior_scale_seconds.at(FactorKind::kGemmOverhead), 550e-6);
+  EXPECT_NEAR(cal.For("c").Get(FactorKind::kGemmOverhead), 297.9e-6, 0.1e-6);
+  EXPECT_NEAR(cal.For("c").Get(FactorKind::kHbm), 0.9961, 0.0002);
+}
+
+TEST(Calibration, RowsOfOneLengthDoNotFitAnOverhead) {
+  // Two rows of the same datasheet time per invocation (10 us of work, once; 20 us of work over
+  // two invocations) cannot tell a fixed cost from a slower rate: only the fraction is fitted,
+  // and the overhead keeps its datasheet value, 0.
+  RowModel one = OneTerm("c", FactorKind::kDirect, 10e-6);
+  one.overhead = FactorKind::kCommOverhead;
+  one.invocations = 1;
+  RowModel two = OneTerm("c", FactorKind::kDirect, 20e-6);
+  two.overhead = FactorKind::kCommOverhead;
+  two.invocations = 2;
+  const std::vector<CalibrationRow> rows = {{"A", &one, 15e-6}, {"B", &two, 30e-6}};
+  const Calibration cal = FitCalibration(rows);
+  EXPECT_EQ(cal.chips.at("c").fitted_on.count(FactorKind::kCommOverhead), 0u);
+  EXPECT_EQ(cal.For("c").Get(FactorKind::kCommOverhead), 0.0);
+  EXPECT_EQ(cal.chips.at("c").fitted_on.count(FactorKind::kDirect), 1u);
+  // 10 / f = 15: f = 2/3 up to the prior's pull (x = ln f minimises 2 (x - ln 2/3)^2 + 0.01 x^2).
+  EXPECT_NEAR(cal.For("c").Get(FactorKind::kDirect), std::exp(std::log(2.0 / 3) * 2 / 2.01), 1e-9);
 }
 
 TEST(Calibration, ChipsAreFittedIndependentlyAndDeterministically) {
@@ -99,17 +137,23 @@ TEST(Calibration, EfficiencyBlockReplacesTheFilesBlockAndStaysValid) {
   fitted.factors.Set(FactorKind::kGemmOverhead, 12e-6);
   fitted.fitted_on[FactorKind::kMatmul] = {"M001", "M002"};
   fitted.fitted_on[FactorKind::kGemmOverhead] = {"M001"};
-  const std::string block = EfficiencyBlock(fitted, before.proto().efficiency(), "cal.csv");
+  // The file's current values (whatever the shipped file holds, the test states its own):
+  // unset fields read as datasheet values, 1 for a fraction.
+  EfficiencySpec previous;
+  previous.set_collective_overhead_seconds(3e-6);
+  const std::string block = EfficiencyBlock(fitted, previous, "cal.csv");
   EXPECT_THAT(block, HasSubstr("matmul_fraction_of_peak: 0.6123  # fitted on M001 M002"));
   EXPECT_THAT(block, HasSubstr("collective_direct_fraction_of_peak: 1  # no row informs it"));
-  EXPECT_THAT(block, HasSubstr("grouped_matmul_overhead_seconds 12 us"));
-  EXPECT_THAT(block, HasSubstr("fitted on M001."));
+  EXPECT_THAT(block, HasSubstr("grouped_matmul_overhead_seconds_per_group: 1.2e-05  # 12 us; "
+                               "fitted on M001\n"));
+  EXPECT_THAT(block, HasSubstr("collective_overhead_seconds: 3e-06  # 3 us; no row informs it"));
   EXPECT_THAT(block, HasSubstr("fitted_on: \"perfsim calibrate cal.csv: 2 rows (M001 M002)\""));
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::string updated, ReplaceEfficiencyBlock(text, block));
   PERFSIM_ASSERT_OK_AND_ASSIGN(Chip after, Chip::FromText(updated, path));
   EXPECT_EQ(after.proto().efficiency().matmul_fraction_of_peak(), 0.6123);
-  EXPECT_EQ(after.proto().efficiency().collective_direct_fraction_of_peak(),
-            before.proto().efficiency().collective_direct_fraction_of_peak());
+  EXPECT_EQ(after.proto().efficiency().grouped_matmul_overhead_seconds_per_group(), 1.2e-5);
+  EXPECT_EQ(after.proto().efficiency().collective_overhead_seconds(), 3e-6);
+  EXPECT_EQ(after.proto().efficiency().collective_direct_fraction_of_peak(), 1);
   // Everything outside the block is kept.
   EXPECT_EQ(after.proto().compute().peak_fp8_flops_per_second(),
             before.proto().compute().peak_fp8_flops_per_second());

@@ -126,13 +126,19 @@ TEST(RowModel, NodeLimitedRoutingNarrowsTheReach) {
 }
 
 TEST(RowModel, FactorsMatchAResimulationWithTheFactorsInTheChip) {
+  // Every factor away from its datasheet value, the overheads included: ChipWithFactors writes
+  // them into the chip's efficiency block, which sim/cost and sim/comm apply on their own.
   ChipFactors f;
-  f.Set(FactorKind::kRing, 0.8);
-  f.Set(FactorKind::kDirect, 0.7);
   f.Set(FactorKind::kMatmul, 0.6);
+  f.Set(FactorKind::kHbm, 0.85);
+  f.Set(FactorKind::kRing, 0.8);
+  f.Set(FactorKind::kBidirectionalRing, 0.75);
+  f.Set(FactorKind::kDirect, 0.7);
   f.Set(FactorKind::kHierarchical, 0.9);
-  // A staged ring (M180), a routed all-to-all over NVLink and IB (M179), a grouped matmul.
-  for (const char* id : {"M180", "M181", "M178", "M179"}) {
+  f.Set(FactorKind::kGemmOverhead, 0.25e-6);
+  f.Set(FactorKind::kCommOverhead, 7e-6);
+  // A staged ring (M180, M181) and routed all-to-alls over NVLink and IB (M178, M179).
+  for (const std::string id : {"M180", "M181", "M178", "M179"}) {
     const Scenario s = MustScenario(CalibrationRow(id));
     const CollectiveScenario& c = std::get<CollectiveScenario>(s.what);
     PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ChipWithFactors(s.chip, f));
@@ -141,29 +147,62 @@ TEST(RowModel, FactorsMatchAResimulationWithTheFactorsInTheChip) {
                                            ? AllGatherTime(c.bytes, c.group, topology)
                                            : AllToAllTime(c.bytes, c.group, topology);
     ASSERT_TRUE(t.ok()) << t.status();
-    EXPECT_REL(ModelSeconds(MustModel(id), f), t->seconds, 1e-12) << id;
+    // sim/comm charges the overhead once per collective. A plateau row (an achievable
+    // bandwidth with no message size: M178, M179) is the large-message limit, where the
+    // overhead has vanished, so its model leaves it out.
+    const bool plateau = id == "M178" || id == "M179";
+    EXPECT_EQ(c.plateau, plateau) << id;
+    EXPECT_REL(ModelSeconds(MustModel(id), f), t->seconds - (plateau ? 7e-6 : 0.0), 1e-12) << id;
   }
-  const Scenario gemm = MustScenario(CalibrationRow("M002"));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip h800, ChipWithFactors("gpu_h800", f));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(
-      GroupedMatmulCost cost,
-      CostGroupedMatmul(std::get<GroupedGemmScenario>(gemm.what).spec, h800));
-  EXPECT_REL(ModelSeconds(MustModel("M002"), f), cost.seconds, 1e-12);
+  // Grouped matmuls: compute bound on H800 (M002, 4 groups), memory bound on v7x (M099, 64
+  // groups of which 30 have rows); the overhead is charged per group, empty ones included.
+  for (const std::string id : {"M002", "M099"}) {
+    const Scenario gemm = MustScenario(CalibrationRow(id));
+    PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ChipWithFactors(gemm.chip, f));
+    const GroupedMatmulSpec& spec = std::get<GroupedGemmScenario>(gemm.what).spec;
+    PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+    EXPECT_REL(ModelSeconds(MustModel(id), f), cost.seconds, 1e-12) << id;
+    PERFSIM_ASSERT_OK_AND_ASSIGN(Chip datasheet, ChipWithFactors(gemm.chip, ChipFactors()));
+    PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost base, CostGroupedMatmul(spec, datasheet));
+    EXPECT_EQ(spec.num_groups, id == "M002" ? 4 : 64) << id;
+    EXPECT_REL(cost.overhead_seconds - base.overhead_seconds,
+               static_cast<double>(spec.num_groups) * 0.25e-6, 1e-9)
+        << id;
+  }
+}
+
+TEST(RowModel, DatasheetChipIgnoresTheShippedCalibration) {
+  // ChipWithFactors(name, ChipFactors()) is the physics column: fractions 1 and overheads 0,
+  // whatever hardware/<name>.textproto was calibrated to.
+  for (const char* name : {"gpu_h800", "gpu_h100", "tpu_v5e", "tpu_v7x"}) {
+    PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ChipWithFactors(name, ChipFactors()));
+    const EfficiencySpec& e = chip.proto().efficiency();
+    EXPECT_EQ(e.matmul_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.hbm_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.collective_ring_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.collective_bidirectional_ring_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.collective_direct_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.collective_hierarchical_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.grouped_matmul_overhead_seconds_per_group(), 0.0) << name;
+    EXPECT_EQ(e.collective_overhead_seconds(), 0.0) << name;
+  }
 }
 
 TEST(RowModel, HbmFactorAndOverheadApplyToGroupedMatmuls) {
   // M099 is memory bound on v7x (480 MiB of bf16 weights at 3.69e12 B/s per TensorCore vs a
-  // small compute term): half the HBM efficiency doubles the memory term; the overhead adds.
+  // small compute term): half the HBM efficiency doubles the memory term; the overhead adds
+  // once per group of the call (64: the row's E, 34 of them empty).
   const RowModel m = MustModel("M099");
   ASSERT_EQ(m.terms.size(), 2u);
   const double memory = m.terms[1].seconds;
   EXPECT_EQ(m.terms[1].factor, FactorKind::kHbm);
   EXPECT_GT(memory, m.terms[0].seconds);
+  EXPECT_EQ(m.invocations, 64);
   ChipFactors f;
   f.Set(FactorKind::kHbm, 0.5);
-  f.Set(FactorKind::kGemmOverhead, 30e-6);
+  f.Set(FactorKind::kGemmOverhead, 0.5e-6);
   f.Set(FactorKind::kCommOverhead, 1.0);  // another op class's: no effect
-  EXPECT_REL(ModelSeconds(m, f), m.fixed_seconds + 2 * memory + 30e-6, 1e-12);
+  EXPECT_REL(ModelSeconds(m, f), m.fixed_seconds + 2 * memory + 64 * 0.5e-6, 1e-12);
   // The row is memory bound, so it informs the HBM factor and its overhead, not the matmul
   // fraction (its compute term is hidden by the max) nor any collective factor.
   EXPECT_TRUE(ModelInforms(m, FactorKind::kHbm));
@@ -171,6 +210,20 @@ TEST(RowModel, HbmFactorAndOverheadApplyToGroupedMatmuls) {
   EXPECT_FALSE(ModelInforms(m, FactorKind::kMatmul));
   EXPECT_FALSE(ModelInforms(m, FactorKind::kCommOverhead));
   EXPECT_FALSE(ModelInforms(m, FactorKind::kDirect));
+}
+
+TEST(RowModel, PlateauRowsNeitherPayNorInformTheOverhead) {
+  // M178 states an achievable busBw with no message size: the plateau of a sweep.
+  const RowModel m = MustModel("M178");
+  EXPECT_EQ(m.invocations, 0);
+  EXPECT_FALSE(ModelInforms(m, FactorKind::kCommOverhead));
+  EXPECT_TRUE(ModelInforms(m, FactorKind::kDirect));
+  ChipFactors f;
+  f.Set(FactorKind::kCommOverhead, 1e-3);
+  EXPECT_EQ(ModelSeconds(m, f), ModelSeconds(m, ChipFactors()));
+  // A row with a message size (M180) pays it once.
+  const RowModel sized = MustModel("M180");
+  EXPECT_REL(ModelSeconds(sized, f), ModelSeconds(sized, ChipFactors()) + 1e-3, 1e-12);
 }
 
 TEST(RowModel, MissingRateIsAnError) {

@@ -1,5 +1,6 @@
 // `perfsim lower` and `perfsim validate` through the CLI library: outputs, JSON schema, exit
 // codes and error messages.
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ namespace perfsim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CliResult {
   int code;
@@ -22,24 +24,56 @@ struct CliResult {
   std::string err;
 };
 
-CliResult RunCli(const std::vector<std::string>& args) {
-  std::istringstream in;
+CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  std::istringstream in(stdin_text);
   std::ostringstream out, err;
   const int code = RunPerfsim(args, in, out, err);
   return {code, out.str(), err.str()};
 }
 
-TEST(LowerCliTest, PrintsAModuleThatParsesVerifiesAndRoundTrips) {
-  for (const char* backend : {"dense_einsum", "sparse_ragged_dot"}) {
-    CliResult r = RunCli({"lower", "--backend", backend, "--phase", "fwd_bwd"});
-    ASSERT_EQ(r.code, 0) << r.err;
-    absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(r.out, "lowered.hlo");
-    ASSERT_TRUE(m.ok()) << m.status();
-    EXPECT_TRUE(VerifyModule(**m).ok());
-    EXPECT_EQ(PrintModule(**m), r.out);
-    EXPECT_THAT(r.out, HasSubstr("op_name=\"moe/router\""));
-    EXPECT_THAT(r.out, HasSubstr("op_name=\"moe/experts_bwd\""));
+TEST(LowerCliTest, EveryBackendPrintsAModuleThatParsesVerifiesAndRoundTrips) {
+  // Each backend on a mesh it supports (ep for the expert-parallel ones), forward and backward,
+  // native and in the grouped-matmul forms that XLA:CPU can run: print -> parse -> print is the
+  // identity.
+  const std::vector<std::pair<std::string, std::string>> backends = {
+      {"dense_einsum", "dp=2"},         {"capacity_einsum", "dp=2"},
+      {"sparse_ragged_dot", "dp=2"},    {"megablox_gmm", "dp=2"},
+      {"ep_ragged_a2a", "ep=2"},        {"ring_of_experts", "ep=2"},
+      {"grouped_gemm_aligned", "ep=2"}, {"fused_expert_ffn", "dp=2"}};
+  for (const auto& [backend, mesh] : backends) {
+    for (const char* form : {"native", "ragged_dot", "masked_dot"}) {
+      CliResult r = RunCli({"lower", "--backend", backend, "--phase", "fwd_bwd", "--parallelism",
+                            mesh, "--grouped-matmul", form});
+      ASSERT_EQ(r.code, 0) << backend << " " << form << ": " << r.err;
+      absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(r.out, "lowered.hlo");
+      ASSERT_TRUE(m.ok()) << backend << " " << form << ": " << m.status();
+      EXPECT_TRUE(VerifyModule(**m).ok()) << backend << " " << form;
+      EXPECT_EQ(PrintModule(**m), r.out) << backend << " " << form;
+      EXPECT_THAT(r.out, HasSubstr("op_name=\"moe/router\"")) << backend;
+      EXPECT_THAT(r.out, HasSubstr("op_name=\"moe/experts_bwd\"")) << backend;
+      if (std::string(form) == "masked_dot") {
+        EXPECT_THAT(r.out, Not(HasSubstr("ragged-dot("))) << backend;
+        EXPECT_THAT(r.out, Not(HasSubstr("perfsim.gmm"))) << backend;
+      }
+    }
   }
+}
+
+TEST(LowerCliTest, InputsDirHoldsEveryDevicesShardOfEveryParameter) {
+  const std::string dir = ::testing::TempDir() + "/lower_inputs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  CliResult r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
+                        "--inputs-dir", dir, "--seed", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // nano fwd: x, router_w, wi_0, wi_1, wo, router_score_bias, ws_0, ws_1, ws_o on 2 devices.
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) files += f.is_regular_file();
+  EXPECT_EQ(files, 9 * 2);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/in2.d1.npy"));  // wi_0's shard on device 1
+  r = RunCli({"lower", "--seed", "3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("expected them only with --inputs-dir"));
 }
 
 TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
@@ -55,6 +89,23 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   r = RunCli({"lower", "--backend", "dense_einsum", "--parallelism", "ep=2"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("backend dense_einsum: expected ep=1 and tp=1"));
+  r = RunCli({"lower", "--backend", "dense_einsum", "--grouped-matmul", "dense"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--grouped-matmul: expected a grouped-matmul form (native, "
+                               "ragged_dot, masked_dot); got 'dense'"));
+  // A token-dropping buffer is lowered (ep_ragged_a2a_test.cc); a meaningless one is bad input.
+  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
+              "--ragged-buffer-factor", "1.5"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("perfsim_truncated=\"96\""));  // int(32·2·1.5)
+  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
+              "--ragged-buffer-factor", "nan"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("expected a finite ragged_buffer_factor"));
+  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
+              "--ragged-buffer-factor", "0.001"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("of at least 1 row"));
 }
 
 TEST(ValidateCliTest, JsonHasTheContractFields) {
@@ -83,6 +134,64 @@ TEST(ValidateCliTest, TableAndUserModule) {
   EXPECT_THAT(r.out, HasSubstr("1 passed, 0 failed"));
 }
 
+// The reference-cache bug: the adversarial routing's inputs depend on the mesh and on
+// align_size, so cases of different backends must not share reference outputs.
+TEST(ValidateCliTest, AdversarialRoutingPassesAcrossBackendsAndMeshes) {
+  CliResult r = RunCli({"validate", "--backend",
+                        "dense_einsum,grouped_gemm_aligned,ep_ragged_a2a,sparse_ragged_dot",
+                        "--routing", "adversarial", "--devices", "1,2,4", "--phase", "fwd",
+                        "--router", "softmax_topk"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("12 passed, 0 failed"));
+  // The case the bug failed: dense_einsum's cached reference reused for grouped_gemm_aligned.
+  r = RunCli({"validate", "--backend", "dense_einsum,grouped_gemm_aligned", "--routing",
+              "adversarial", "--devices", "1", "--phase", "fwd", "--router", "softmax_topk"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("2 passed, 0 failed"));
+}
+
+// A failing case is exit 1 and says which backend, tensor, index and both values: here a
+// user module (`validate --hlo -` reads stdin) that is dense_einsum's forward with the shared
+// expert's output dropped.
+TEST(ValidateCliTest, AFailureIsExitOneNamingBackendTensorIndexAndValues) {
+  CliResult lowered = RunCli({"lower", "--backend", "dense_einsum"});
+  ASSERT_EQ(lowered.code, 0) << lowered.err;
+  absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(lowered.out, "dense.hlo");
+  ASSERT_TRUE(m.ok()) << m.status();
+  // y = y_routed + y_shared: make the root's element 0 read y_routed alone.
+  Instruction* root = (*m)->entry()->root();
+  ASSERT_EQ(root->opcode(), Opcode::kTuple);
+  Instruction* y = root->operand(0);
+  ASSERT_EQ(y->opcode(), Opcode::kAdd) << y->name();
+  root->set_operand(0, y->operand(0));
+  const std::string text = PrintModule(**m);
+  CliResult r = RunCli({"validate", "--hlo", "-"}, text);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("FAIL"));
+  EXPECT_THAT(r.out, testing::ContainsRegex(
+                         "y differs from the reference at \\[[0-9]+,[0-9]+\\]: got -?[0-9.e-]+, "
+                         "want -?[0-9.e-]+ \\(relative error"));
+  // The JSON names the same: backend, the tensor and its index, and both values.
+  r = RunCli({"validate", "--hlo", "-", "--format=json"}, text);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("\"backend\": \"-\""));
+  EXPECT_THAT(r.out, HasSubstr("\"status\": \"fail\""));
+  EXPECT_THAT(r.out, HasSubstr("{\"tensor\": \"y\", \"max_rel_error\": "));
+  EXPECT_THAT(r.out, testing::ContainsRegex("\"index\": \\[[0-9]+, [0-9]+\\], \"got\": "));
+  // A backend's failing case names the backend: sparse_ragged_dot sums each token's K expert
+  // outputs where dense_einsum sums all E (zeros included), so they differ in the last bits; a
+  // tolerance of 1e-12 turns that into a failure.
+  r = RunCli({"validate", "--backend", "sparse_ragged_dot", "--devices", "1", "--phase",
+              "fwd_bwd", "--router", "softmax_topk", "--routing", "random", "--tolerance",
+              "1e-12"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, testing::ContainsRegex(
+                         "sparse_ragged_dot: [a-z_0-9]+ differs from dense_einsum at "
+                         "\\[[0-9,]+\\]: got -?[0-9.e-]+, want -?[0-9.e-]+ \\(relative error "
+                         "[0-9.e-]+ > 1e-12\\)"));
+  EXPECT_THAT(r.out, HasSubstr("0 passed, 1 failed"));
+}
+
 TEST(ValidateCliTest, BadFlagsAreExitTwo) {
   CliResult r = RunCli({"validate", "--router", "sigmoid"});
   EXPECT_EQ(r.code, 2);
@@ -92,6 +201,9 @@ TEST(ValidateCliTest, BadFlagsAreExitTwo) {
   EXPECT_THAT(r.err, HasSubstr("--routing: expected a routing case (random, skewed"));
   r = RunCli({"validate", "--devices", "0"});
   EXPECT_EQ(r.code, 2);
+  r = RunCli({"validate", "--tolerance", "-1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--tolerance: expected a positive number; got '-1'"));
   r = RunCli({"validate", "--hlo", "/nonexistent.hlo"});
   EXPECT_EQ(r.code, 2);
   const std::string testdata = PERFSIM_TESTDATA_DIR;

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/comm/collectives.h"
@@ -250,6 +251,111 @@ TEST(Traffic, MoreChipsNeverBeatTheBisectionBound) {
     EXPECT_GE(a2a.seconds, previous_seconds);
     previous_seconds = a2a.seconds;
   }
+}
+
+// The box method (a group that is a product of positions, in row-major order) must give what
+// routing every flow gives: the same devices listed in another order are not a box, so
+// RouteTraffic routes them flow by flow. Integer byte counts make both exact, so the results
+// agree to the bit.
+void ExpectSameRouting(const TrafficTime& a, const TrafficTime& b) {
+  EXPECT_EQ(a.seconds, b.seconds);
+  EXPECT_EQ(a.busiest_link_bytes, b.busiest_link_bytes);
+  EXPECT_EQ(a.busiest_link, b.busiest_link);
+  EXPECT_EQ(a.latency_seconds, b.latency_seconds);
+  EXPECT_EQ(a.max_hops, b.max_hops);
+  EXPECT_EQ(a.slowest_device, b.slowest_device);
+}
+
+TEST(Traffic, BoxRoutingMatchesFlowByFlow) {
+  std::mt19937_64 random(11);
+  struct Case {
+    const char* chip;
+    const char* shape;
+    std::vector<int64_t> devices;
+  };
+  const Chip v7x = MustLoadChip("tpu_v7x");
+  const Chip v5e = MustLoadChip("tpu_v5e");
+  const Chip h100 = MustLoadChip("gpu_h100");
+  std::vector<std::pair<const Chip*, Case>> cases;
+  // v7x 4x4x4 (x2 cores): the first 64 devices (x = 0, 1), a strided box (every other core and
+  // every other z) and all 128.
+  std::vector<int64_t> first, strided, all;
+  for (int64_t d = 0; d < 128; ++d) {
+    if (d < 64) first.push_back(d);
+    if (d % 2 == 0 && (d / 2) % 2 == 1) strided.push_back(d);
+    all.push_back(d);
+  }
+  cases.push_back({&v7x, {"tpu_v7x", "4x4x4", first}});
+  cases.push_back({&v7x, {"tpu_v7x", "4x4x4", strided}});
+  cases.push_back({&v7x, {"tpu_v7x", "4x4x4", all}});
+  // v5e 4x4: an open 2D mesh.
+  cases.push_back({&v5e, {"tpu_v5e", "4x4", std::vector<int64_t>(all.begin(), all.begin() + 16)}});
+  // H100 x32: 4 NVLink domains of 8 over InfiniBand.
+  cases.push_back({&h100, {"gpu_h100", "32", std::vector<int64_t>(all.begin(), all.begin() + 32)}});
+  for (const auto& [chip, c] : cases) {
+    SCOPED_TRACE(absl::StrCat(c.chip, " ", c.shape, " ", c.devices.size(), " devices"));
+    const Topology t = MustTopology(*chip, c.shape);
+    const int64_t n = static_cast<int64_t>(c.devices.size());
+    for (int trial = 0; trial < 3; ++trial) {
+      TrafficMatrix box = TrafficMatrix::Zero(c.devices);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          // Some flows empty (trial 1), the rest integer byte counts.
+          const bool empty = trial == 1 && random() % 7 == 0;
+          box.set(i, j, empty ? 0.0 : static_cast<double>(random() % 100000) * 7168);
+        }
+      }
+      // The same traffic with the device list reversed: not row-major, so flow by flow.
+      std::vector<int64_t> reversed(c.devices.rbegin(), c.devices.rend());
+      TrafficMatrix flows = TrafficMatrix::Zero(reversed);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) flows.set(n - 1 - i, n - 1 - j, box.get(i, j));
+      }
+      PERFSIM_ASSERT_OK_AND_ASSIGN(TrafficTime a, RouteTraffic(box, t));
+      PERFSIM_ASSERT_OK_AND_ASSIGN(TrafficTime b, RouteTraffic(flows, t));
+      ExpectSameRouting(a, b);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(a.devices[i].send_bytes, b.devices[n - 1 - i].send_bytes);
+        EXPECT_EQ(a.devices[i].receive_bytes, b.devices[n - 1 - i].receive_bytes);
+      }
+    }
+  }
+}
+
+TEST(Traffic, UniformSourcesMatchTheFullMatrix) {
+  // RouteTrafficToEach / FromEach against RouteTraffic of the matrix they stand for, on a box
+  // (v7x 4x4x4, 64 devices) and on a set that is not one (every third device).
+  std::mt19937_64 random(5);
+  const Topology t = MustTopology(MustLoadChip("tpu_v7x"), "4x4x4");
+  std::vector<int64_t> box, scattered;
+  for (int64_t d = 0; d < 64; ++d) box.push_back(d);
+  for (int64_t d = 0; d < 128; d += 3) scattered.push_back(d);
+  for (const std::vector<int64_t>& devices : {box, scattered}) {
+    const int64_t n = static_cast<int64_t>(devices.size());
+    std::vector<double> values(n);
+    for (double& v : values) v = static_cast<double>(random() % 5000 + 1) * 14336;
+    for (bool to_each : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(n, " devices, ", to_each ? "to each" : "from each"));
+      TrafficMatrix m = TrafficMatrix::Zero(devices);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) m.set(i, j, values[to_each ? j : i]);
+      }
+      PERFSIM_ASSERT_OK_AND_ASSIGN(TrafficTime full, RouteTraffic(m, t));
+      PERFSIM_ASSERT_OK_AND_ASSIGN(TrafficTime fast, to_each
+                                                         ? RouteTrafficToEach(devices, values, t)
+                                                         : RouteTrafficFromEach(devices, values, t));
+      ExpectSameRouting(full, fast);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(full.devices[i].send_bytes, fast.devices[i].send_bytes);
+        EXPECT_EQ(full.devices[i].receive_bytes, fast.devices[i].receive_bytes);
+      }
+    }
+  }
+  EXPECT_THAT(RouteTrafficToEach({0, 1}, {1.0}, t),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 2 byte counts")));
+  EXPECT_THAT(RouteTrafficFromEach({0, 1}, {1.0, -2.0}, t),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected finite non-negative bytes; got -2 from 1")));
 }
 
 }  // namespace

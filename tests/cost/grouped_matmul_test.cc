@@ -137,8 +137,37 @@ TEST(GroupedMatmul, TimeIsTheRooflineOfExecutedFlopsAndTraffic) {
   EXPECT_DOUBLE_EQ(cost.compute_seconds, 22548578304.0 / 4.59e14);
   EXPECT_DOUBLE_EQ(cost.memory_seconds, (22020096.0 + 176160768.0 + 4194304.0) / 2.765e12);
   EXPECT_EQ(cost.bound, Bound::kMemory);
-  EXPECT_DOUBLE_EQ(cost.seconds, cost.memory_seconds);
+  // Plus the grid's fixed cost: each of the 2 TensorCores runs ceil(2 n-tiles / 2) = 1 n-tile
+  // × 6 visited m-tiles × 14 k-tiles = 84 steps at 0.35 us (compute.grid_step_overhead_seconds
+  // of tpu_v5p).
+  EXPECT_EQ(cost.grid_steps_per_core, 84);
+  EXPECT_DOUBLE_EQ(cost.overhead_seconds, 84 * 0.35e-6);
+  EXPECT_DOUBLE_EQ(cost.seconds, cost.memory_seconds + 84 * 0.35e-6);
   EXPECT_TRUE(cost.unknown_rates.empty());
+}
+
+TEST(GroupedMatmul, GridStepsSeparateTilingsWithTheSameRoofline) {
+  // One group of 4096 rows through [7168 x 2048] on v7x with tk = k and tn = n: the roofline
+  // is the same for tm = 8 and tm = 128 (no tile waste: 4096 is a multiple of both; the weights
+  // are read once either way), but tm = 8 runs 4096/8 = 512 grid steps and tm = 128 runs 32,
+  // so tm = 8 pays (512 - 32) × 0.35 us = 168 us more.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ResolveChip("tpu_v7x"));
+  GroupedMatmulSpec spec;
+  spec.m = 4096;
+  spec.k = 7168;
+  spec.n = 2048;
+  spec.num_groups = 1;
+  spec.group_sizes = std::vector<int64_t>{4096};
+  spec.tk = 7168;
+  spec.tn = 2048;
+  spec.tm = 8;
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost small, CostGroupedMatmul(spec, chip));
+  spec.tm = 128;
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost large, CostGroupedMatmul(spec, chip));
+  EXPECT_EQ(small.grid_steps_per_core, 512);
+  EXPECT_EQ(large.grid_steps_per_core, 32);
+  EXPECT_DOUBLE_EQ(small.memory_seconds, large.memory_seconds);
+  EXPECT_NEAR(small.seconds - large.seconds, 480 * 0.35e-6, 1e-12);
 }
 
 TEST(GroupedMatmul, OddNTilesLeaveAMegacoreIdle) {

@@ -199,5 +199,120 @@ ENTRY e {
   EXPECT_EQ(shape, "2x2x2");
 }
 
+// A chip with its efficiency factors replaced.
+Chip WithEfficiency(const char* name, double matmul_fraction, double hbm_fraction) {
+  HardwareSpec proto = Load(name).proto();
+  proto.mutable_efficiency()->set_matmul_fraction_of_peak(matmul_fraction);
+  proto.mutable_efficiency()->set_hbm_fraction_of_peak(hbm_fraction);
+  absl::StatusOr<Chip> chip = Chip::FromProto(proto);
+  PERFSIM_CHECK(chip.ok()) << chip.status();
+  return *chip;
+}
+
+TEST(CostInstruction, MatmulFractionOfPeakDividesMatrixTimeOnly) {
+  // roofline.h: matmul_fraction_of_peak scales the matrix-unit rate, so a dot's compute time
+  // is divided by it; its HBM time is not (that is hbm_fraction_of_peak's).
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  x = bf16[1024,1024]{1,0} parameter(0)
+  w = bf16[1024,1024]{1,0} parameter(1)
+  ROOT d = bf16[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost full, CostInstruction(*m->entry()->root(),
+                                                            WithEfficiency("tpu_v5p", 1, 1), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost half, CostInstruction(*m->entry()->root(),
+                                                            WithEfficiency("tpu_v5p", 0.5, 1), {}));
+  // 2^31 flops at 0.5 × 4.59e14.
+  EXPECT_DOUBLE_EQ(full.compute_seconds, 2.0 * 1024 * 1024 * 1024 / 4.59e14);
+  EXPECT_DOUBLE_EQ(half.compute_seconds, 2.0 * 1024 * 1024 * 1024 / (0.5 * 4.59e14));
+  EXPECT_DOUBLE_EQ(half.memory_seconds, full.memory_seconds);
+}
+
+TEST(CostInstruction, HbmFractionOfPeakDividesMemoryTimeOfEveryKernel) {
+  // roofline.h: hbm_fraction_of_peak scales the HBM bandwidth of every kernel: an elementwise
+  // op, a dot and a grouped matmul all see their memory time divided by it, and their compute
+  // time unchanged.
+  const Chip full = WithEfficiency("tpu_v5p", 1, 1);
+  const Chip slower = WithEfficiency("tpu_v5p", 1, 0.8);
+  auto elementwise = Parse(kExpMultiply);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost a, CostInstruction(*elementwise->entry()->root(), full, {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost b, CostInstruction(*elementwise->entry()->root(), slower, {}));
+  // 3 × 4 KiB at 0.8 × 2.765e12 B/s.
+  EXPECT_DOUBLE_EQ(b.memory_seconds, 12288 / (0.8 * 2.765e12));
+  EXPECT_DOUBLE_EQ(*b.seconds, *a.seconds / 0.8);
+  auto dot = Parse(R"(HloModule m
+ENTRY e {
+  x = bf16[1024,1024]{1,0} parameter(0)
+  w = bf16[1024,1024]{1,0} parameter(1)
+  ROOT d = bf16[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*dot->entry()->root(), full, {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost d, CostInstruction(*dot->entry()->root(), slower, {}));
+  EXPECT_DOUBLE_EQ(d.memory_seconds, 3.0 * 1024 * 1024 * 2 / (0.8 * 2.765e12));
+  EXPECT_DOUBLE_EQ(d.compute_seconds, c.compute_seconds);
+  GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm, .m = 512, .k = 7168, .n = 2048,
+                         .num_groups = 4, .group_sizes = std::vector<int64_t>{100, 0, 300, 112},
+                         .tm = 128, .tk = 512, .tn = 1024};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost e, CostGroupedMatmul(spec, full));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost f, CostGroupedMatmul(spec, slower));
+  EXPECT_DOUBLE_EQ(f.memory_seconds, e.memory_seconds / 0.8);
+  EXPECT_DOUBLE_EQ(f.compute_seconds, e.compute_seconds);
+}
+
+constexpr char kBatchedMatVec[] = R"(HloModule m
+ENTRY e {
+  r = f32[4096,8,7168]{2,1,0} parameter(0)
+  w = f32[4096,8]{1,0} parameter(1)
+  ROOT y = f32[4096,7168]{1,0} dot(r, w), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+})";
+
+TEST(CostInstruction, MatrixVectorDotRunsOnTheVectorUnitsWithoutTilePadding) {
+  // The MoE combine's weighted sum: for each of 4096 tokens, 8 rows of width 7168 weighted by
+  // 8 scalars. In the [batch, m, k] x [batch, k, n] view: batch 4096, m 7168, k 8, n 1. XLA
+  // strength-reduces it (multiply + reduce): 2·4096·7168·8 = 469,762,048 flops on the vector
+  // units. On an H100 (vector f32 6.69e13 FLOP/s): 7.02 us of compute against
+  // (4096·8·7168 + 4096·8 + 4096·7168)·4 B = 1,057,095,680 B at 3.35e12 B/s = 316 us: memory
+  // bound. On MXU tiles it would have been padded to k = 256 (and n to a whole tile).
+  auto m = Parse(kBatchedMatVec);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost h100, CostInstruction(*m->entry()->root(), Load("gpu_h100"), {}));
+  EXPECT_DOUBLE_EQ(h100.compute_seconds, 469762048.0 / 6.69e13);
+  EXPECT_DOUBLE_EQ(h100.memory_seconds, 1057095680.0 / 3.35e12);
+  EXPECT_EQ(h100.bound, Bound::kMemory);
+  // v7x has no sourced vector rate: the work is not timed (the time is a lower bound), and it
+  // is not charged 3.8 TFLOP of padded MXU passes either: the HBM time is the op's time.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost v7x, CostInstruction(*m->entry()->root(), Load("tpu_v7x"), {}));
+  EXPECT_EQ(v7x.compute_seconds, 0);
+  EXPECT_EQ(v7x.bound, Bound::kMemory);
+  EXPECT_THAT(v7x.unknown_rates, ElementsAre("compute.vector_f32_flops_per_second"));
+  // With n = 2 it is a matrix product again: matrix units, padded tiles.
+  auto two = Parse(R"(HloModule m
+ENTRY e {
+  r = f32[4096,8,7168]{2,1,0} parameter(0)
+  w = f32[4096,8,2]{2,1,0} parameter(1)
+  ROOT y = f32[4096,7168,2]{2,1,0} dot(r, w), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+})");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost mxu, CostInstruction(*two->entry()->root(), Load("tpu_v7x"), {}));
+  EXPECT_GT(mxu.compute_seconds, 0);
+  EXPECT_TRUE(mxu.unknown_rates.empty());
+}
+
+TEST(CostInstruction, GatherReadsOnlyTheRowsItGathers) {
+  // 4 rows of 7168 bf16 gathered from a [1048576, 7168] buffer (a receive buffer of which most
+  // rows are padding): the op reads 4 rows and the 4 indices and writes 4 rows, in both
+  // counting modes (XLA: operand 0 = sz(out)). 4·7168·2 = 57344 B per side, 16 B of indices.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  buffer = bf16[1048576,7168]{1,0} parameter(0)
+  idx = s32[4]{0} parameter(1)
+  ROOT g = bf16[4,7168]{1,0} gather(buffer, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,7168}
+})");
+  for (CostMode mode : {CostMode::kTrue, CostMode::kXlaCompatible}) {
+    PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*m->entry()->root(), Load("tpu_v7x"),
+                                                           {.mode = mode}));
+    EXPECT_DOUBLE_EQ(c.counts.bytes_accessed, 2 * 57344.0 + 16);
+    EXPECT_THAT(c.counts.operand_bytes, ElementsAre(57344.0, 16.0));
+  }
+}
+
 }  // namespace
 }  // namespace perfsim

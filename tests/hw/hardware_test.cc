@@ -220,7 +220,7 @@ TEST(HardwareValidation, InvalidFileReportsEveryProblemAtItsLine) {
   absl::StatusOr<Chip> chip = Chip::FromText(text, "invalid_chip.textproto");
   ASSERT_THAT(chip, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid_chip")));
   const std::vector<testing::ExpectedError> expected = testing::ReadExpectedErrors(text);
-  ASSERT_EQ(expected.size(), 7u);  // The file has seven annotated problems.
+  ASSERT_EQ(expected.size(), 9u);  // The file has nine annotated problems.
   testing::ExpectErrorsMatch(chip.status().message(), "invalid_chip.textproto", expected);
 }
 
@@ -298,6 +298,10 @@ TEST(HardwareValidation, UnsetOptionalFactorsDefaultToOne) {
   EXPECT_EQ(chip.name(), "toy_tpu");
   EXPECT_EQ(chip.proto().efficiency().matmul_fraction_of_peak(), 1.0);
   EXPECT_EQ(chip.proto().efficiency().collective_hierarchical_fraction_of_peak(), 1.0);
+  EXPECT_EQ(chip.proto().efficiency().hbm_fraction_of_peak(), 1.0);
+  // Unset overheads are none.
+  EXPECT_EQ(chip.proto().efficiency().grouped_matmul_overhead_seconds_per_group(), 0.0);
+  EXPECT_EQ(chip.proto().efficiency().collective_overhead_seconds(), 0.0);
   EXPECT_THAT(chip.proto().efficiency().fitted_on(), HasSubstr("not calibrated"));
   EXPECT_EQ(chip.proto().compute().matrix_unit().small_rows_fraction_of_peak(), 1.0);
   EXPECT_EQ(chip.proto().compute().devices_per_chip(), 1);

@@ -125,7 +125,7 @@ TEST(HwCli, InvalidFileExitsTwoWithEveryProblemOnItsOwnLocatedLine) {
   const CliRun run = Perfsim({"hw", "show", path});
   EXPECT_EQ(run.code, kExitBadInput);
   std::vector<std::string> lines = absl::StrSplit(run.err, '\n', absl::SkipEmpty());
-  ASSERT_EQ(lines.size(), 8u) << run.err;  // A heading, then the file's seven problems.
+  ASSERT_EQ(lines.size(), 10u) << run.err;  // A heading, then the file's nine problems.
   EXPECT_THAT(lines[0], HasSubstr("invalid hardware description"));
   for (size_t i = 1; i < lines.size(); ++i) {
     EXPECT_THAT(lines[i], StartsWith(path + ":"));

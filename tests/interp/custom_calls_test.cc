@@ -136,6 +136,46 @@ ENTRY e {
   EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 0, 0, 6, 3));
 }
 
+TEST(InterpTgmm, GroupOffsetSumsOnlyTheLocalGroupsAndIgnoresUncoveredRows) {
+  // The expert-parallel case: G = 3 groups of sizes [1, 2, 0] over m = 4 rows, so row 3 is in
+  // no group. This shard holds G_local = 2 groups starting at group_offset 1: groups 1 and 2.
+  // lhs = x^T with x rows [i, 1]: columns [0,1], [1,1], [2,1], [3,1]; rhs = dy = [1, 10, 100,
+  // 1000]^T.
+  //   dw[0] = group 1 = rows 1..2: [1, 1] * 10 + [2, 1] * 100 = [210, 110];
+  //   dw[1] = group 2 (empty): [0, 0].
+  // Row 0 (group 0, another shard's) and row 3 (no group; its dy of 1000 would dominate any
+  // sum it leaked into) contribute nothing.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  xt = f32[2,4] parameter(0)
+  dy = f32[4,1] parameter(1)
+  gs = s32[3] parameter(2)
+  ROOT dw = f32[2,2,1] custom-call(xt, dy, gs), custom_call_target="perfsim.tgmm", backend_config={"tiling":[4,2,1],"group_offset":1}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
+                               Run1(kHlo, {F32({2, 4}, {0, 1, 2, 3, 1, 1, 1, 1}),
+                                           F32({4, 1}, {1, 10, 100, 1000}), S32({3}, {1, 2, 0})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(210, 110, 0, 0));
+}
+
+TEST(InterpTgmm, RowsPastTheLastGroupNeverContribute) {
+  // One group of 2 rows over m = 4 (G_local = G = 1, no offset): only rows 0..1 count.
+  // dw[0] = [0, 1] * 1 + [1, 1] * 10 = [10, 11]; rows 2 and 3 (dy 100 and 1000) are outside.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  xt = f32[2,4] parameter(0)
+  dy = f32[4,1] parameter(1)
+  gs = s32[1] parameter(2)
+  ROOT dw = f32[1,2,1] custom-call(xt, dy, gs), custom_call_target="perfsim.tgmm", backend_config={"tiling":[4,2,1]}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
+                               Run1(kHlo, {F32({2, 4}, {0, 1, 2, 3, 1, 1, 1, 1}),
+                                           F32({4, 1}, {1, 10, 100, 1000}), S32({1}, {2})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(10, 11));
+}
+
 TEST(InterpTopKCustomCall, ReturnsTheLargestWithTheirIndices) {
   // XLA:CPU's TopK custom call with a greater-than comparator: [2, 9, 4] -> (9, 4), (1, 2).
   constexpr char kHlo[] = R"(

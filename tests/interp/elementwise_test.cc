@@ -68,6 +68,44 @@ ENTRY e {
   EXPECT_THAT(Values(out[0]), ElementsAre(1.0, 1.015625, 1.0078125, -1.0));
 }
 
+TEST(InterpElementwise, ConvertF32ToF16AndFp8RoundsTiesToEvenAndOverflowsPerFormat) {
+  // f16 (10 mantissa bits, spacing 2^-10 at 1): 1 + 2^-11 is a tie, down to even 1.0;
+  // 1 + 3*2^-11 is a tie between 1 + 2^-10 (odd) and 1 + 2^-9 (even): up. The largest finite
+  // f16 is 65504 and the next step would be 65536, so 65519 rounds to 65504 and 65520 (the
+  // tie, whose even neighbour is the overflow) to +inf.
+  // f8e5m2 (2 mantissa bits, spacing 0.25 at 1): 1.125 ties to 1.0; 1.375 ties between 1.25
+  // (odd) and 1.5 (even): 1.5. It has infinities: 1e6 (beyond 57344) is +inf.
+  // f8e4m3fn (3 mantissa bits, spacing 0.125 at 1, no infinities, largest 448): 1.0625 ties to
+  // 1.0; 1.1875 ties between 1.125 (odd) and 1.25 (even): 1.25. 464 is the tie between 448
+  // (mantissa 110, even) and the NaN encoding 480: 448. 3 * 2^-10 is a subnormal tie between
+  // 2^-9 (mantissa 001) and 2^-8 (010): 2^-8. 1000 is beyond the range: NaN, as ml_dtypes and
+  // XLA give (the format has no infinity to saturate to).
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  h = f32[4] parameter(0)
+  a = f32[3] parameter(1)
+  b = f32[5] parameter(2)
+  ch = f16[4] convert(h)
+  ca = f8e5m2[3] convert(a)
+  cb = f8e4m3fn[5] convert(b)
+  ROOT r = (f16[4], f8e5m2[3], f8e4m3fn[5]) tuple(ch, ca, cb)
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {F32({4}, {1.0 + std::ldexp(1.0, -11), 1.0 + 3 * std::ldexp(1.0, -11), 65519,
+                            65520}),
+                  F32({3}, {1.125, 1.375, 1e6}),
+                  F32({5}, {1.0625, 1.1875, 464, 3 * std::ldexp(1.0, -10), 1000})}));
+  EXPECT_THAT(Values(out[0]),
+              ElementsAre(1.0, 1.0 + std::ldexp(1.0, -9), 65504, kInf));
+  EXPECT_THAT(Values(out[1]), ElementsAre(1.0, 1.5, kInf));
+  const std::vector<double> e4m3 = Values(out[2]);
+  EXPECT_THAT(std::vector<double>(e4m3.begin(), e4m3.end() - 1),
+              ElementsAre(1.0, 1.25, 448, std::ldexp(1.0, -8)));
+  EXPECT_TRUE(std::isnan(e4m3.back()));
+}
+
 TEST(InterpElementwise, ConvertFloatToIntegerTruncatesSaturatesAndMapsNanToZero) {
   // XLA: truncation toward zero; out-of-range values saturate; NaN becomes 0.
   constexpr char kHlo[] = R"(
@@ -83,6 +121,42 @@ ENTRY e {
   EXPECT_THAT(Values(out[0]), ElementsAre(3, -3, 2147483647.0, -2147483648.0, 0));
   // u8: 3.7 -> 3; -3.7 and -1e10 saturate at 0; 1e10 at 255.
   EXPECT_THAT(Values(out[1]), ElementsAre(3, 0, 255, 0, 0));
+}
+
+TEST(InterpElementwise, StochasticConvertRoundsUpWhenTheRandomBitsFallBelowTheFraction) {
+  // XLA's rule: |x| is rounded down, then up when random < frac(|x|) * 2^32 (random is u32 for
+  // an f32 x); the sign is put back. For |x| = 2.25 the threshold is 0.25 * 2^32 = 2^30:
+  //   random 2^30 - 1 < 2^30 -> 3;   random 2^30 -> 2;   x = -2.25, random 0 -> -3;
+  //   x = 5 (no fraction) -> 5 whatever the bits; NaN -> 0; +inf saturates to 127 in s8, and
+  //   300 (beyond s8) to 127; -inf to -128.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[8] parameter(0)
+  r = u32[8] parameter(1)
+  ROOT s = s8[8] stochastic-convert(x, r)
+})";
+  const double t = std::ldexp(1.0, 30);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {F32({8}, {2.25, 2.25, -2.25, 5, kNan, kInf, 300, -kInf}),
+                  MakeLiteral(PrimitiveType::kU32, {8},
+                              {t - 1, t, 0, 4294967295.0, 0, 0, 0, 0})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(3, 2, -3, 5, 0, 127, 127, -128));
+}
+
+TEST(InterpElementwise, StochasticConvertRefusesRandomBitsOfAnotherWidth) {
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[2] parameter(0)
+  r = u16[2] parameter(1)
+  ROOT s = s32[2] stochastic-convert(x, r)
+})";
+  EXPECT_THAT(Run1(kHlo, {F32({2}, {1, 2}), MakeLiteral(PrimitiveType::kU16, {2}, {0, 0})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected a floating-point operand and unsigned random bits of "
+                                 "its width and shape")));
 }
 
 TEST(InterpElementwise, IntegerDivideAndRemainderFollowXla) {

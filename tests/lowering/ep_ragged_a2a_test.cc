@@ -6,7 +6,9 @@
 //
 // Model nano (D = 40, F = 56, E = 12, K = 2, shared expert), batch 4 × seq 16 = 64 tokens.
 // Tolerance: validate's 1e-5 ∞-norm relative error for f32 (sim/validate/validate.h).
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -413,13 +415,194 @@ TEST(EpRaggedA2aTest, MatchesJaxExpertParallelForwardAndGradient) {
   }
 }
 
-TEST(EpRaggedA2aTest, RefusesATokenDroppingBufferFactor) {
+// ---------------------------------------------------------------------------------------------
+// A token-dropping receive buffer (ragged_buffer_factor f > 0, MaxText's _truncate_matrix).
+// Model: nano without its shared expert (y is the routed part alone), softmax_topk (weights
+// p[e] = softmax(x·W)[e], not renormalised), ep = 2, 64 tokens: T_l = 32 per device, K = 2,
+// E_l = 6. The adversarial routing (validate.h) sends every token to ep shard 1: AdversarialPicks
+// gives expert 6 then expert 7 all T_l = 32 tokens each, so every token picks {6, 7} and each
+// sender's chunk for shard 1 is 32 rows of expert 6 followed by 32 rows of expert 7.
+// Shard 1 receives 2 senders × 64 rows = 128 (the dropless R = min(EP·T_l·K, T_l·E) = 128).
+//   f = 1    R = int(32·2·1) = 64: sender 0 fills it, sender 1 sends nothing: device 1's 32
+//            tokens lose both assignments (y = 0), device 0's keep both.
+//   f = 1.5  R = 96: sender 1 keeps the first 32 rows of its chunk, its expert-6 rows: device
+//            1's tokens keep the expert-6 assignment only.
+// The expected y comes from a float64 MoE written out below, independent of the lowering.
+StepSpec DroppingSpec(Phase phase, double factor) {
+  StepSpec spec = NanoSpec(phase, {.ep = 2});
+  ModelSpec proto = spec.model.proto();
+  proto.set_num_shared_experts(0);
+  proto.set_shared_expert_ffn_dim(0);
+  absl::StatusOr<ModelConfig> model = ModelConfig::FromProto(proto);
+  EXPECT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<ModelConfig> routed = WithRouter(*model, RouterFamily::kSoftmaxTopK);
+  EXPECT_TRUE(routed.ok()) << routed.status();
+  spec.model = *routed;
+  spec.knobs.ragged_buffer_factor = factor;
+  return spec;
+}
+
+// y[t] = Σ over the kept experts e of softmax(x[t]·W)[e] · (silu(x·wi_0[e]) ⊙ (x·wi_1[e]))·wo[e],
+// in float64, from the global inputs (x, router_w, wi_0, wi_1, wo in that order).
+std::vector<double> ReferenceY(const std::vector<Literal>& in, int64_t d, int64_t f, int64_t e,
+                               const std::function<bool(int64_t, int64_t)>& kept) {
+  const int64_t tokens = in[0].shape().dimensions(0);
+  std::vector<double> y(tokens * d, 0.0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<double> logits(e, 0.0);
+    double top = -1e300;
+    for (int64_t j = 0; j < e; ++j) {
+      for (int64_t i = 0; i < d; ++i) {
+        logits[j] += in[0].GetAsDouble(t * d + i) * in[1].GetAsDouble(i * e + j);
+      }
+      top = std::max(top, logits[j]);
+    }
+    double sum = 0;
+    for (double l : logits) sum += std::exp(l - top);
+    for (int64_t j = 0; j < e; ++j) {
+      if (!kept(t, j)) continue;
+      const double w = std::exp(logits[j] - top) / sum;
+      for (int64_t c = 0; c < f; ++c) {
+        double h0 = 0, h1 = 0;
+        for (int64_t i = 0; i < d; ++i) {
+          h0 += in[0].GetAsDouble(t * d + i) * in[2].GetAsDouble((j * d + i) * f + c);
+          h1 += in[0].GetAsDouble(t * d + i) * in[3].GetAsDouble((j * d + i) * f + c);
+        }
+        const double a = h0 / (1 + std::exp(-h0)) * h1;
+        for (int64_t i = 0; i < d; ++i) {
+          y[t * d + i] += w * a * in[4].GetAsDouble((j * f + c) * d + i);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(EpRaggedA2aTest, ATruncatedBufferDropsExactlyWhatMaxTextsRuleDrops) {
+  for (double factor : {1.0, 1.5}) {
+    StepSpec spec = DroppingSpec(Phase::kForward, factor);
+    absl::StatusOr<LoweredStep> step = LowerStep(spec);
+    ASSERT_TRUE(step.ok()) << step.status();
+    // Both the exchange and the buffer's group sizes declare the truncation, so the static
+    // checks accept a buffer below the worst case.
+    EXPECT_TRUE(CheckLoweredStep(*step).ok()) << CheckLoweredStep(*step);
+    const std::vector<Literal> global = MakeGlobalInputs(*step, RoutingCase::kAdversarial, 1);
+    const std::vector<std::vector<int64_t>> picks = AdversarialPicks(spec);
+    for (const std::vector<int64_t>& p : picks) ASSERT_EQ(p, (std::vector<int64_t>{6, 7}));
+    absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, global);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const int64_t d = 40, f = 56, e = 12, t_l = 32;
+    const std::vector<double> want = ReferenceY(global, d, f, e, [&](int64_t t, int64_t j) {
+      if (j != 6 && j != 7) return false;
+      if (t < t_l) return true;          // device 0: everything fits
+      return factor == 1.5 && j == 6;    // device 1: nothing (f = 1) or its expert-6 rows
+    });
+    double max_want = 0, max_diff = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_want = std::max(max_want, std::fabs(want[i]));
+      max_diff = std::max(max_diff, std::fabs((*got)[0].GetAsDouble(i) - want[i]));
+    }
+    EXPECT_GT(max_want, 1e-2);
+    EXPECT_LE(max_diff / max_want, 1e-5) << "factor " << factor;
+    if (factor == 1.0) {
+      for (int64_t i = t_l * d; i < 2 * t_l * d; ++i) {
+        ASSERT_EQ((*got)[0].GetAsDouble(i), 0.0) << "dropped token row " << i / d;
+      }
+    }
+  }
+}
+
+TEST(EpRaggedA2aTest, DroppedAssignmentsGetNoGradient) {
+  // f = 1, fwd_bwd: device 1's tokens are dropped entirely, so their dx is 0 and every weight
+  // gradient is that of device 0's 32 tokens alone: the dense reference on those 32 tokens.
+  StepSpec spec = DroppingSpec(Phase::kForwardBackward, 1.0);
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
+  const std::vector<Literal> global = MakeGlobalInputs(*step, RoutingCase::kAdversarial, 1);
+  absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, global);
+  ASSERT_TRUE(got.ok()) << got.status();
+
+  StepSpec half = spec;
+  half.backend = "dense_einsum";
+  half.parallelism = {};
+  half.batch = 2;
+  half.knobs.ragged_buffer_factor = -1;
+  absl::StatusOr<LoweredStep> ref = LowerStep(half);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  std::vector<Literal> half_inputs;
+  for (size_t i = 0; i < global.size(); ++i) {
+    const std::string& name = step->parameters[i].name;
+    if (name != "x" && name != "dy") {
+      half_inputs.push_back(global[i]);
+      continue;
+    }
+    Literal rows(Shape::Array(global[i].shape().element_type(), {32, 40}));
+    for (int64_t j = 0; j < 32 * 40; ++j) rows.SetFromDouble(j, global[i].GetAsDouble(j));
+    half_inputs.push_back(std::move(rows));
+  }
+  absl::StatusOr<std::vector<Literal>> want = RunSharded(*ref, half_inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->size(), got->size());
+  for (size_t o = 0; o < got->size(); ++o) {
+    const std::string& name = step->outputs[o].name;
+    if (name == "y" || name == "dx") {
+      // The first 32 rows are device 0's tokens; the other 32 were dropped.
+      double max_want = 0, max_diff = 0;
+      for (int64_t j = 0; j < 32 * 40; ++j) {
+        max_want = std::max(max_want, std::fabs((*want)[o].GetAsDouble(j)));
+        max_diff = std::max(max_diff,
+                            std::fabs((*got)[o].GetAsDouble(j) - (*want)[o].GetAsDouble(j)));
+      }
+      EXPECT_LE(max_diff / max_want, 1e-5) << name;
+      for (int64_t j = 32 * 40; j < 64 * 40; ++j) {
+        ASSERT_EQ((*got)[o].GetAsDouble(j), 0.0) << name << " of dropped token " << j / 40;
+      }
+      continue;
+    }
+    EXPECT_LE(RelativeError((*got)[o], (*want)[o]), 1e-5) << name;
+  }
+}
+
+TEST(EpRaggedA2aTest, ValidateRaisesADroppingFactorAndReportsDrops) {
+  // validate compares with the dropless reference, so it raises f to min(EP, E/K) = 2 first
+  // and says so (as capacity_einsum does with its capacity factor)...
+  StepSpec spec = DroppingSpec(Phase::kForwardBackward, 1.0);
+  ReferenceCache cache;
+  ValidationResult r = ValidateCase({.spec = spec, .routing = RoutingCase::kRandom}, cache);
+  EXPECT_TRUE(r.pass) << r.message;
+  EXPECT_THAT(r.message, HasSubstr("ragged buffer factor raised from 1"));
+  EXPECT_THAT(r.message, HasSubstr("to min(EP, E/K) = 2 so that nothing drops"));
+  // ... and the dropping module itself, run as lowered, differs and says why.
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
+  ValidationResult dropped =
+      ValidateLowered(*step, {.spec = spec, .routing = RoutingCase::kAdversarial}, cache);
+  EXPECT_FALSE(dropped.pass);
+  EXPECT_THAT(dropped.message, HasSubstr("differs from dense_einsum"));
+  EXPECT_THAT(dropped.message, HasSubstr("ragged_buffer_factor 1: receive buffers of 64 rows "
+                                         "drop what the dropless reference keeps"));
+}
+
+TEST(EpRaggedA2aTest, BadBufferFactorsAreInvalidArguments) {
   StepSpec spec = NanoSpec(Phase::kForward, {.ep = 4});
-  spec.knobs.ragged_buffer_factor = 1.5;
-  EXPECT_THAT(
-      LowerStep(spec).status(),
-      StatusIs(absl::StatusCode::kUnimplemented,
-               AllOf(HasSubstr("expected ragged_buffer_factor <= 0"), HasSubstr("got 1.5"))));
+  spec.knobs.ragged_buffer_factor = std::nan("");
+  EXPECT_THAT(LowerStep(spec).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected a finite ragged_buffer_factor")));
+  // T_l·K = 16·2 = 32 rows: f = 0.01 gives int(0.32) = 0 rows.
+  spec.knobs.ragged_buffer_factor = 0.01;
+  EXPECT_THAT(LowerStep(spec).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("of at least 1 row"), HasSubstr("int(32·0.01) = 0"))));
+  // A factor at or above the dropless one never truncates: the plain dropless exchange.
+  spec.knobs.ragged_buffer_factor = 4;
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
+  for (const auto& instruction : step->module->entry()->instructions()) {
+    EXPECT_EQ(instruction->attributes().frontend_attributes.find("perfsim_truncated"),
+              std::string::npos)
+        << instruction->name();
+  }
 }
 
 }  // namespace

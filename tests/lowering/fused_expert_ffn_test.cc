@@ -385,7 +385,7 @@ TEST(FusedExpertFfnTest, SquareModelPassesAndATransposedWeightFails) {
     EXPECT_FALSE(r.pass);
     EXPECT_THAT(r.message, AllOf(HasSubstr("static check"), HasSubstr(mutated->name()),
                                  HasSubstr("(D, size 40) vs rhs wi_0 dimension 2 (F, size 40)"),
-                                 HasSubstr("known_bugs.md #1")));
+                                 HasSubstr("known_bugs.md #2")));
   }
 }
 

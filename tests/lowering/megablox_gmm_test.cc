@@ -73,7 +73,7 @@ TEST(MegabloxGmmTest, ValidateSuitePassesEveryCase) {
 
 TEST(MegabloxGmmTest, ValidateSuitePassesWithPaddedRows) {
   // wi.fwd tm = 24 does not divide the rows, so every call pads: m = 128 -> 144 on one device
-  // (64 -> 72 with K = 1), 64 -> 72 on two (32 -> 48). The other tiles are clamped to 144 / 72.
+  // (64 -> 72 with K = 1), 64 -> 72 on two (32 -> 48). The other row tiles shrink to 144 / 72.
   SuiteOptions options{
       .base = NanoSpec(Phase::kForward), .backends = {kBackend}, .devices = {1, 2}};
   options.base.knobs.wi.fwd.tm = 24;
@@ -106,7 +106,7 @@ std::vector<KernelCall> KernelCalls(const Module& module) {
   return calls;
 }
 
-TEST(MegabloxGmmTest, BackendConfigCarriesTheClampedTilingOfEachKernelOnPaddedRows) {
+TEST(MegabloxGmmTest, BackendConfigCarriesTheTilingOfEachKernelOnPaddedRows) {
   StepSpec spec = NanoSpec(Phase::kForwardBackward);
   spec.knobs.wi = {.fwd = {24, 64, 32}, .dlhs = {48, 16, 1024}, .drhs = {72, 1024, 8}};
   spec.knobs.wo = {.fwd = {512, 1024, 1024}, .dlhs = {144, 8, 16}, .drhs = {16, 1024, 1024}};
@@ -114,13 +114,15 @@ TEST(MegabloxGmmTest, BackendConfigCarriesTheClampedTilingOfEachKernelOnPaddedRo
   ASSERT_TRUE(step.ok()) << step.status();
   // Derivation. m = T·K = 64·2 = 128 rows; tm_f = min(24, 128) = 24, so the rows pad to
   // m_p = ⌈128/24⌉·24 = 6·24 = 144 (MaxText's gmm() pads to a multiple of the wi fwd tm).
-  // Every tiling clamps tm to 144, tk to the kernel's contraction k, tn to its output n:
-  //   wi fwd  (k=D=40, n=F=56): (24, 64, 32)         -> [24,40,32]
-  //   wo fwd  (k=F=56, n=D=40): (512, 1024, 1024)    -> [144,56,40]
+  // Every tiling shrinks tm to at most 144; tk and tn stay as configured even where they
+  // exceed the kernel's contraction k or output n (megablox allocates full-size blocks:
+  // known_bugs.md #23):
+  //   wi fwd  (k=D=40, n=F=56): (24, 64, 32)         -> [24,64,32]
+  //   wo fwd  (k=F=56, n=D=40): (512, 1024, 1024)    -> [144,1024,1024]
   //   wo dlhs (k=D=40, n=F=56): (144, 8, 16)         -> [144,8,16], transpose_rhs
-  //   wo drhs (k=F=56, n=D=40): (16, 1024, 1024)     -> [16,56,40]
-  //   wi drhs (k=D=40, n=F=56): (72, 1024, 8)        -> [72,40,8]
-  //   wi dlhs (k=F=56, n=D=40): (48, 16, 1024)       -> [48,16,40], transpose_rhs
+  //   wo drhs (k=F=56, n=D=40): (16, 1024, 1024)     -> [16,1024,1024]
+  //   wi drhs (k=D=40, n=F=56): (72, 1024, 8)        -> [72,1024,8]
+  //   wi dlhs (k=F=56, n=D=40): (48, 16, 1024)       -> [48,16,1024], transpose_rhs
   // and 24, 144, 16, 72, 48 all divide 144. gmm lhs/results have the 144 padded rows; tgmm
   // takes the lhs transposed [k, 144] and gives [E=12, k, n].
   const std::vector<KernelCall> calls = KernelCalls(*step->module);
@@ -135,15 +137,15 @@ TEST(MegabloxGmmTest, BackendConfigCarriesTheClampedTilingOfEachKernelOnPaddedRo
                       "{\"tiling\":[" + tiling + "],\"group_offset\":0}"};
   };
   const std::vector<KernelCall> want = {
-      gmm({144, 40}, "wi_0", {144, 56}, "24,40,32", false),  // h0
-      gmm({144, 40}, "wi_1", {144, 56}, "24,40,32", false),  // h1
-      gmm({144, 56}, "wo", {144, 40}, "144,56,40", false),   // out
-      gmm({144, 40}, "wo", {144, 56}, "144,8,16", true),     // da
-      tgmm({56, 144}, {12, 56, 40}, "16,56,40"),             // d_wo
-      tgmm({40, 144}, {12, 40, 56}, "72,40,8"),              // d_wi_0
-      tgmm({40, 144}, {12, 40, 56}, "72,40,8"),              // d_wi_1
-      gmm({144, 56}, "wi_0", {144, 40}, "48,16,40", true),   // d_rows from dh0
-      gmm({144, 56}, "wi_1", {144, 40}, "48,16,40", true),   // d_rows from dh1
+      gmm({144, 40}, "wi_0", {144, 56}, "24,64,32", false),       // h0
+      gmm({144, 40}, "wi_1", {144, 56}, "24,64,32", false),       // h1
+      gmm({144, 56}, "wo", {144, 40}, "144,1024,1024", false),    // out
+      gmm({144, 40}, "wo", {144, 56}, "144,8,16", true),          // da
+      tgmm({56, 144}, {12, 56, 40}, "16,1024,1024"),              // d_wo
+      tgmm({40, 144}, {12, 40, 56}, "72,1024,8"),                 // d_wi_0
+      tgmm({40, 144}, {12, 40, 56}, "72,1024,8"),                 // d_wi_1
+      gmm({144, 56}, "wi_0", {144, 40}, "48,16,1024", true),      // d_rows from dh0
+      gmm({144, 56}, "wi_1", {144, 40}, "48,16,1024", true),      // d_rows from dh1
   };
   auto key = [](const KernelCall& c) {
     std::string k = c.target + " " + c.rhs + " " + c.config;
@@ -158,9 +160,9 @@ TEST(MegabloxGmmTest, BackendConfigCarriesTheClampedTilingOfEachKernelOnPaddedRo
   EXPECT_EQ(got_keys, want_keys);
 }
 
-TEST(MegabloxGmmTest, DefaultTilesClampToTheRowsWithoutPadding) {
+TEST(MegabloxGmmTest, DefaultRowTileShrinksToTheRowsWithoutPadding) {
   // MaxText's (512, 1024, 1024) on 8 devices: m = 8·2 = 16 rows, so tm = 16, no pad, and the
-  // forward wi call runs [16,40,56] (tk = D, tn = F).
+  // forward wi call runs [16,1024,1024] (tk > D, tn > F: full-size blocks).
   StepSpec spec = NanoSpec(Phase::kForward);
   spec.parallelism.dp = 8;
   absl::StatusOr<LoweredStep> step = LowerStep(spec);
@@ -168,7 +170,7 @@ TEST(MegabloxGmmTest, DefaultTilesClampToTheRowsWithoutPadding) {
   const std::vector<KernelCall> calls = KernelCalls(*step->module);
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[0].lhs, (std::vector<int64_t>{16, 40}));
-  EXPECT_EQ(calls[0].config, R"({"tiling":[16,40,56],"transpose_rhs":false,"group_offset":0})");
+  EXPECT_EQ(calls[0].config, R"({"tiling":[16,1024,1024],"transpose_rhs":false,"group_offset":0})");
   for (const auto& instruction : step->module->entry()->instructions()) {
     EXPECT_NE(instruction->opcode(), Opcode::kPad) << instruction->name();
   }
@@ -255,7 +257,7 @@ TEST(MegabloxGmmTest, SquareModelPassesAndATransposedWeightFails) {
   EXPECT_EQ(ExpectAllPass(RunSuite(options)), 80);
 
   // Mutation: the forward wi_0 gmm reads its [E, D, F] weight as [E, F, D] (transpose_rhs
-  // flipped). With D == F every shape still checks.
+  // flipped: known_bugs.md #2's [G, N, K] for [G, K, N]). With D == F every shape still checks.
   absl::StatusOr<LoweredStep> step = LowerStep(SquareSpec(Phase::kForward));
   ASSERT_TRUE(step.ok()) << step.status();
   Instruction* mutated = nullptr;
@@ -280,7 +282,7 @@ TEST(MegabloxGmmTest, SquareModelPassesAndATransposedWeightFails) {
               AllOf(HasSubstr("static check"), HasSubstr(mutated->name()),
                     HasSubstr("expected contracting dimensions with the same logical name"),
                     HasSubstr("(D, size 40) vs rhs wi_0 dimension 2 (F, size 40)"),
-                    HasSubstr("known_bugs.md #1")));
+                    HasSubstr("known_bugs.md #2")));
   // Without the names (a lowering that recorded none), the numbers catch it.
   step->dim_names.erase(mutated->operand(0));
   ValidationResult by_numbers = ValidateLowered(*step, c, cache);

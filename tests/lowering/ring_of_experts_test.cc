@@ -125,7 +125,8 @@ TEST(RingOfExpertsTest, KernelsRunTheLocalGroupsOverAllGatheredRows) {
   // ep = 4: M = 4·16·2 = 128 gathered rows, group sizes over all E = 12 (rolled so that this
   // shard's E_l = 3 experts come first), rhs the local [3, ...] weights, group_offset 0:
   // G_local = 3 < G = 12, so megablox zeroes the rows of the other 9 groups. Default tiles
-  // (512, 1024, 1024) clamp to (128, k, n): no padding.
+  // (512, 1024, 1024): the row tile shrinks to the 128 rows (no padding), tk and tn run as
+  // configured (megablox_calls.h).
   absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForwardBackward, {.ep = 4}));
   ASSERT_TRUE(step.ok()) << step.status();
   const std::vector<KernelCall> calls = KernelCalls(*step->module);
@@ -147,7 +148,8 @@ TEST(RingOfExpertsTest, KernelsRunTheLocalGroupsOverAllGatheredRows) {
   }
   EXPECT_EQ(gmm, 6);
   EXPECT_EQ(tgmm, 3);
-  EXPECT_EQ(calls[0].config, R"({"tiling":[128,40,56],"transpose_rhs":false,"group_offset":0})");
+  EXPECT_EQ(calls[0].config,
+            R"({"tiling":[128,1024,1024],"transpose_rhs":false,"group_offset":0})");
   // The collectives of 1a.4: x, ids, weights all-gathered (forward), y reduce-scattered over ep;
   // backward: dy all-gathered, d_weights and dx reduce-scattered. No all-to-all.
   int all_gathers = 0, reduce_scatters = 0;

@@ -1,0 +1,171 @@
+// `perfsim sweep` speed (issue 8 target: 10,000 scenarios per second on one core for the
+// DeepSeek-V3 MoE layer on 256 chips), as ratios to a reference measured in the same run:
+// BM_PredictUncached, one `perfsim predict` of the default scenario (DeepSeek-V3, fwd_bwd, TPU
+// v7x 4x8x8 = 256 chips / 512 devices, ep=256, dp=2) with nothing reused.
+//
+//   BM_ScenarioWarm/R        a scenario whose lowered module, per-op costs and routing costs
+//                            are cached (R routings cycled: 0 = uniform only, 1 = zipf:1.0):
+//                            the per-point floor (schedule, phases, HBM peak)
+//   BM_ScenarioNewRouting/R  each iteration a routing never seen before (zipf:S with a fresh S,
+//                            or hot:P): the module and the routing-independent per-op costs
+//                            are reused; grouped matmuls and ragged all-to-alls are re-costed
+//   BM_SweepSpace/J          a whole sweep on J threads, cold caches: DeepSeek-V3 on 4x8x8,
+//                            ep in {64, 128, 256} × tp in {1, 2} × dp the rest (fsdp 1),
+//                            ep_ragged_a2a and ring_of_experts, 8 routings; the rate includes
+//                            lowering and costing each of the 12 modules
+// items_per_second is scenarios per second.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/predict/predict.h"
+#include "sim/sweep/runner.h"
+#include "sim/sweep/staged_predict.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+void BM_PredictUncached(benchmark::State& state) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  if (!o.ok()) {
+    state.SkipWithError(std::string(o.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<Prediction> p = Predict(*o);
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(p->step_seconds);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PredictUncached)->Unit(benchmark::kMillisecond);
+
+struct Prepared {
+  PredictOptions options;
+  Chip chip;
+  Topology topology;
+  StagedStep step;
+};
+
+absl::StatusOr<std::unique_ptr<Prepared>> PrepareDefault() {
+  PERFSIM_ASSIGN_OR_RETURN(PredictOptions o, DefaultPredictOptions());
+  PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChip(o.hw));
+  PERFSIM_ASSIGN_OR_RETURN(Topology topology, Topology::Create(chip, o.mesh));
+  auto p = std::unique_ptr<Prepared>(
+      new Prepared{o, std::move(chip), std::move(topology), StagedStep{.spec = o.spec}});
+  PERFSIM_ASSIGN_OR_RETURN(p->step, PrepareStagedStep(o.spec, p->chip, p->topology, false));
+  return p;
+}
+
+void BM_ScenarioWarm(benchmark::State& state) {
+  absl::StatusOr<std::unique_ptr<Prepared>> p = PrepareDefault();
+  if (!p.ok()) {
+    state.SkipWithError(std::string(p.status().message()).c_str());
+    return;
+  }
+  const std::string text = state.range(0) == 0 ? "uniform" : "zipf:1.0";
+  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(text);
+  StagedCaches caches;
+  for (auto _ : state) {
+    absl::StatusOr<StagedResult> r = EvaluateStagedRouting((*p)->step, *routing, text, caches);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->step_seconds);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ScenarioWarm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// The same through sim/predict's own two stages (PrepareStep once, PredictWithRouting per
+// point without detail, its PredictCache kept).
+void BM_PredictWithRoutingWarm(benchmark::State& state) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  absl::StatusOr<PreparedStep> step = PrepareStep(*o);
+  if (!step.ok()) {
+    state.SkipWithError(std::string(step.status().message()).c_str());
+    return;
+  }
+  absl::StatusOr<RoutingSpec> routing =
+      ParseRoutingSpec(state.range(0) == 0 ? "uniform" : "zipf:1.0");
+  PredictCache cache;
+  for (auto _ : state) {
+    absl::StatusOr<Prediction> p =
+        PredictWithRouting(*step, *routing, {.detail = false, .cache = &cache});
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(p->step_seconds);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PredictWithRoutingWarm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void BM_ScenarioNewRouting(benchmark::State& state) {
+  absl::StatusOr<std::unique_ptr<Prepared>> p = PrepareDefault();
+  if (!p.ok()) {
+    state.SkipWithError(std::string(p.status().message()).c_str());
+    return;
+  }
+  StagedCaches caches;
+  int64_t k = 0;
+  for (auto _ : state) {
+    ++k;
+    const std::string text = state.range(0) == 0 ? absl::StrCat("zipf:", 0.5 + 1e-6 * k)
+                                                 : absl::StrCat("hot:", 0.1 + 1e-6 * k);
+    state.PauseTiming();
+    absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(text);
+    state.ResumeTiming();
+    absl::StatusOr<StagedResult> r = EvaluateStagedRouting((*p)->step, *routing, text, caches);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->step_seconds);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ScenarioNewRouting)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_SweepSpace(benchmark::State& state) {
+  SweepSpace s;  // DeepSeek-V3, fwd_bwd, seq 4096, TPU v7x 4x8x8
+  s.axes[kSweepEp] = {64, 128, 256};
+  s.axes[kSweepTp] = {1, 2};
+  s.axes[kSweepFsdp] = {1};
+  s.backends = {"ep_ragged_a2a", "ring_of_experts"};
+  s.routings = {"uniform", "zipf:0.5", "zipf:1.0", "zipf:1.5",
+                "hot:0.1", "hot:0.2",  "hot:0.3",  "hot:0.5"};
+  absl::StatusOr<SweepEnumeration> e = SweepEnumeration::Create(s);
+  if (!e.ok()) {
+    state.SkipWithError(std::string(e.status().message()).c_str());
+    return;
+  }
+  int64_t points = 0;
+  for (auto _ : state) {
+    SweepRun run = RunSweep(*e, {.jobs = state.range(0)});
+    points += static_cast<int64_t>(run.results.size());
+    benchmark::DoNotOptimize(run.results.data());
+  }
+  state.SetItemsProcessed(points);
+  state.counters["points"] = static_cast<double>(e->num_points());
+}
+BENCHMARK(BM_SweepSpace)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+}  // namespace
+}  // namespace perfsim
+
+BENCHMARK_MAIN();

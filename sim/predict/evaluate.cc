@@ -1,0 +1,506 @@
+// PredictWithRouting and Predict (predict.h): the routing-dependent stage.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sim/comm/traffic.h"
+#include "sim/cost/grouped_matmul.h"
+#include "sim/predict/predict.h"
+#include "sim/predict/predict_internal.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+
+PredictCache::PredictCache() : impl_(std::make_unique<Impl>()) {}
+PredictCache::~PredictCache() = default;
+
+namespace {
+
+// A device's place in the mesh (dp, fsdp, ep, tp, major to minor; sim/lowering MeshGroups):
+// `dp` is its token replica, dp and fsdp together (dp_index · fsdp + fsdp_index), so its token
+// shard — a row of the routing matrix — is dp · EP + ep.
+struct DeviceCoords {
+  int64_t dp, ep, tp;
+};
+
+DeviceCoords Coords(const Parallelism& p, int64_t device) {
+  return {device / (p.tp * p.ep), (device / p.tp) % p.ep, device % p.tp};
+}
+
+// Every data-parallel replica of the (ep, tp) grid has the same routing rows.
+bool ReplicasIdentical(const RoutingMatrix& routing, int64_t ep) {
+  for (int64_t s = ep; s < routing.sources(); ++s) {
+    const int64_t twin = s % ep;
+    if (routing.row_index(s) == routing.row_index(twin)) continue;
+    if (!std::equal(routing.row(s), routing.row(s) + routing.experts(), routing.row(twin))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The routing-dependent costs of one evaluation.
+class Evaluator {
+ public:
+  Evaluator(const PreparedStepData& data, const RoutingMatrix& routing, PredictCache::Impl& cache)
+      : data_(data),
+        spec_(data.options.spec),
+        p_(spec_.parallelism),
+        routing_(routing),
+        cache_(cache) {}
+
+  // Rows per group of a grouped matmul with `groups` groups on `device` (before truncation to
+  // the op's buffer), as an index into sizes(); -1 when the routing does not say. Devices
+  // with equal sizes get the same index.
+  int64_t GroupSizes(int64_t groups, int64_t device) {
+    const DeviceCoords c = Coords(p_, device);
+    std::vector<int64_t>& per_shard = sizes_of_shard_[groups];
+    if (per_shard.empty()) per_shard.assign(spec_.token_shards(), -2);
+    int64_t& id = per_shard[c.dp * p_.ep + c.ep];
+    if (id != -2) return id;
+    std::optional<std::vector<int64_t>> sizes = ComputeGroupSizes(groups, c);
+    if (!sizes.has_value()) return id = -1;
+    auto [it, inserted] = sizes_ids_.try_emplace(*std::move(sizes), sizes_.size());
+    if (inserted) sizes_.push_back(&it->first);
+    return id = it->second;
+  }
+  const std::vector<int64_t>& sizes(int64_t id) const { return *sizes_[id]; }
+
+  // GroupSizes of devices 0 .. n − 1.
+  const std::vector<int64_t>& DeviceSizes(int64_t groups, int64_t n) {
+    std::vector<int64_t>& ids = device_sizes_[groups];
+    if (ids.empty()) {
+      ids.resize(n);
+      for (int64_t d = 0; d < n; ++d) ids[d] = GroupSizes(groups, d);
+    }
+    return ids;
+  }
+
+  // The cost of grouped matmul `op` with `sizes`.
+  absl::StatusOr<GroupedEntry> Grouped(const PreparedOp& op, const std::vector<int64_t>& sizes) {
+    GroupedMatmulSpec spec = *op.grouped;
+    std::vector<int64_t> key = {static_cast<int64_t>(spec.kind),
+                                spec.m,
+                                spec.k,
+                                spec.n,
+                                spec.num_groups,
+                                spec.group_offset,
+                                spec.tm,
+                                spec.tk,
+                                spec.tn,
+                                static_cast<int64_t>(spec.lhs_type),
+                                static_cast<int64_t>(spec.rhs_type),
+                                static_cast<int64_t>(spec.out_type)};
+    key.insert(key.end(), sizes.begin(), sizes.end());
+    auto it = cache_.grouped.find(key);
+    if (it != cache_.grouped.end()) return it->second;
+    // A buffer smaller than the routing (a dropping ragged_buffer_factor) keeps a prefix, as
+    // MaxText's _truncate_matrix does.
+    std::vector<int64_t> truncated = sizes;
+    int64_t left = spec.m;
+    for (int64_t& s : truncated) {
+      s = std::min(s, left);
+      left -= s;
+    }
+    spec.group_sizes = std::move(truncated);
+    absl::StatusOr<GroupedMatmulCost> cost = CostGroupedMatmul(spec, *data_.chip);
+    if (!cost.ok()) return Annotate(cost.status(), op.info.name);
+    GroupedEntry entry{.seconds = cost->seconds,
+                       .flops = cost->work.flops,
+                       .bytes = cost->work.bytes_accessed,
+                       .bound = cost->bound};
+    cache_.grouped.emplace(std::move(key), entry);
+    return entry;
+  }
+
+  // The cost of ragged-all-to-all `op` over `group` (device ids) from the routing's traffic.
+  absl::StatusOr<const RaggedEntry*> Ragged(const PreparedOp& op,
+                                            const std::vector<int64_t>& group) {
+    const int64_t n = static_cast<int64_t>(group.size());
+    const int64_t e = spec_.model.num_experts(), el = e / p_.ep;
+    // The traffic is a function of the group, the direction, the row bytes and each member's
+    // expert shard and routing row: the key.
+    std::vector<DeviceCoords> coords;
+    coords.reserve(n);
+    std::vector<int64_t> rows_key;
+    rows_key.reserve(2 * n + 1);
+    rows_key.push_back(op.to_experts ? 1 : 0);
+    std::vector<int64_t> distinct_rows, row_sources;  // routing row indices, by first use
+    for (int64_t d : group) {
+      coords.push_back(Coords(p_, d));
+      const int64_t source = coords.back().dp * p_.ep + coords.back().ep;
+      const int64_t row = routing_.row_index(source);
+      auto at = std::find(distinct_rows.begin(), distinct_rows.end(), row);
+      if (at == distinct_rows.end()) {
+        at = distinct_rows.insert(distinct_rows.end(), row);
+        row_sources.push_back(source);
+      }
+      rows_key.push_back(coords.back().ep);
+      rows_key.push_back(at - distinct_rows.begin());
+    }
+    // The rows' contents, so that a cache kept across routings tells them apart.
+    for (int64_t source : row_sources) {
+      const int64_t* counts = routing_.row(source);
+      rows_key.insert(rows_key.end(), counts, counts + e);
+    }
+    std::vector<int64_t> where = group;
+    where.push_back(static_cast<int64_t>(op.row_bytes));
+    auto key = std::make_pair(std::move(where), std::move(rows_key));
+    auto it = cache_.ragged.find(key);
+    if (it != cache_.ragged.end()) return &it->second;
+    // Bytes token shard i sends to the experts of shard j: shard_rows[i][ep of j] rows.
+    std::vector<const std::vector<int64_t>*> shard_rows(n);
+    for (int64_t i = 0; i < n; ++i) {
+      shard_rows[i] = &ShardRows(coords[i].dp * p_.ep + coords[i].ep, el);
+    }
+    absl::StatusOr<TrafficTime> routed;
+    std::vector<double> local(n);  // bytes a device keeps (its own experts' share)
+    if (row_sources.size() == 1) {
+      // Every member routes alike: dispatch sends each device the same bytes from everyone,
+      // combine returns each device's bytes to everyone (O(n) routing).
+      std::vector<double> per_device(n);
+      for (int64_t i = 0; i < n; ++i) {
+        per_device[i] = static_cast<double>((*shard_rows[0])[coords[i].ep]) * op.row_bytes;
+      }
+      local = per_device;
+      routed = op.to_experts ? RouteTrafficToEach(group, per_device, *data_.topology)
+                             : RouteTrafficFromEach(group, per_device, *data_.topology);
+    } else {
+      TrafficMatrix traffic;
+      traffic.devices = group;
+      traffic.bytes.resize(static_cast<size_t>(n * n));
+      for (int64_t i = 0; i < n; ++i) {
+        double* row = &traffic.bytes[i * n];
+        if (op.to_experts) {
+          const std::vector<int64_t>& rows = *shard_rows[i];
+          for (int64_t j = 0; j < n; ++j) {
+            row[j] = static_cast<double>(rows[coords[j].ep]) * op.row_bytes;
+          }
+        } else {
+          // Back from the experts: device i receives what it sent to each shard j.
+          const int64_t ep = coords[i].ep;
+          for (int64_t j = 0; j < n; ++j) {
+            row[j] = static_cast<double>((*shard_rows[j])[ep]) * op.row_bytes;
+          }
+        }
+        local[i] = row[i];
+      }
+      routed = RouteTraffic(traffic, *data_.topology);
+    }
+    if (!routed.ok()) return Annotate(routed.status(), op.info.name);
+    RaggedEntry entry;
+    entry.seconds = routed->seconds;
+    entry.sent.resize(n);
+    entry.hbm.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      // Rows read (sent, its own share included) and rows written (received, own share too).
+      const DeviceTraffic& t = routed->devices[i];
+      entry.sent[i] = t.send_bytes;
+      entry.max_sent = std::max(entry.max_sent, t.send_bytes);
+      entry.hbm[i] = t.send_bytes + local[i] + t.receive_bytes + local[i];
+    }
+    return &cache_.ragged.emplace(std::move(key), std::move(entry)).first->second;
+  }
+
+ private:
+  std::optional<std::vector<int64_t>> ComputeGroupSizes(int64_t groups, const DeviceCoords& c) {
+    const int64_t e = spec_.model.num_experts();
+    const int64_t el = e / p_.ep;
+    const int64_t src = c.dp * p_.ep + c.ep;
+    std::vector<int64_t> sizes;
+    if (spec_.backend == "ring_of_experts" && groups == e) {
+      // Rolled so the local experts come first; rows from the whole EP group.
+      const std::vector<int64_t>& received = Received(c.dp);
+      sizes.resize(e);
+      for (int64_t g = 0; g < e; ++g) sizes[g] = received[(g + el * c.ep) % e];
+    } else if (groups == el && p_.ep > 1) {
+      const std::vector<int64_t>& received = Received(c.dp);
+      sizes.assign(received.begin() + c.ep * el, received.begin() + (c.ep + 1) * el);
+    } else if (groups == e) {
+      sizes.assign(routing_.row(src), routing_.row(src) + e);
+    } else {
+      return std::nullopt;
+    }
+    const int64_t a = spec_.knobs.align_size;
+    if (spec_.backend == "grouped_gemm_aligned" && a > 1) {
+      for (int64_t& s : sizes) s = (s + a - 1) / a * a;
+    }
+    return sizes;
+  }
+
+  // Rows per expert that the token shards of replica `dp` send in all.
+  const std::vector<int64_t>& Received(int64_t dp) {
+    auto it = received_.find(dp);
+    if (it != received_.end()) return it->second;
+    std::vector<int64_t> total(spec_.model.num_experts(), 0);
+    bool one_row = true;
+    for (int64_t j = 1; j < p_.ep; ++j) {
+      one_row = one_row && routing_.row_index(dp * p_.ep + j) == routing_.row_index(dp * p_.ep);
+    }
+    if (one_row) {
+      // Every shard of the replica sends alike (integers: the product is the sum).
+      const int64_t* row = routing_.row(dp * p_.ep);
+      for (size_t g = 0; g < total.size(); ++g) total[g] = row[g] * p_.ep;
+    } else {
+      for (int64_t j = 0; j < p_.ep; ++j) {
+        const int64_t* row = routing_.row(dp * p_.ep + j);
+        for (size_t g = 0; g < total.size(); ++g) total[g] += row[g];
+      }
+    }
+    return received_.emplace(dp, std::move(total)).first->second;
+  }
+
+  // Rows `source` sends to each expert shard (blocks of `el` experts).
+  const std::vector<int64_t>& ShardRows(int64_t source, int64_t el) {
+    const int64_t row_index = routing_.row_index(source);
+    auto it = shard_rows_.find(row_index);
+    if (it != shard_rows_.end()) return it->second;
+    const int64_t* row = routing_.row(source);
+    std::vector<int64_t> blocks(p_.ep, 0);
+    for (int64_t s = 0; s < p_.ep; ++s) {
+      for (int64_t g = 0; g < el; ++g) blocks[s] += row[s * el + g];
+    }
+    return shard_rows_.emplace(row_index, std::move(blocks)).first->second;
+  }
+
+  const PreparedStepData& data_;
+  const StepSpec& spec_;
+  const Parallelism& p_;
+  const RoutingMatrix& routing_;
+  PredictCache::Impl& cache_;
+  // Per group count: the sizes index of each token shard (dp·EP + ep); -2 not yet computed.
+  std::map<int64_t, std::vector<int64_t>> sizes_of_shard_;
+  std::map<std::vector<int64_t>, int64_t> sizes_ids_;
+  std::vector<const std::vector<int64_t>*> sizes_;
+  std::map<int64_t, std::vector<int64_t>> device_sizes_;
+  std::map<int64_t, std::vector<int64_t>> received_;
+  std::map<int64_t, std::vector<int64_t>> shard_rows_;
+};
+
+// Per-device costs of the routing-dependent ops, kept for the slowest device's rows.
+struct RoutedOp {
+  std::vector<GroupedEntry> grouped;       // per simulated device (grouped matmuls)
+  std::vector<const RaggedEntry*> ragged;  // per simulated device (ragged all-to-all)
+  std::vector<int64_t> member;             // its index in its group's entry
+};
+
+}  // namespace
+
+absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
+                                              const RoutingSpec& routing_spec,
+                                              const EvaluateOptions& options) {
+  const PreparedStepData& data = prepared.data();
+  const StepSpec& spec = data.options.spec;
+  const Parallelism& par = spec.parallelism;
+  PERFSIM_ASSIGN_OR_RETURN(
+      RoutingMatrix routing,
+      BuildRoutingMatrix(routing_spec, spec.token_shards(), spec.tokens_per_device(),
+                         spec.model.experts_per_token(), spec.model.num_experts()));
+  // Identical replicas run the same timeline: simulate replica dp = 0 (ids 0 .. EP·TP − 1,
+  // step_spec.h's numbering) and let collectives over dp act within it.
+  const int64_t n = ReplicasIdentical(routing, par.ep) ? par.ep * par.tp : spec.num_devices();
+  PredictCache local_cache;
+  PredictCache::Impl& cache = options.cache != nullptr ? options.cache->impl() : local_cache.impl();
+  Evaluator evaluator(data, routing, cache);
+
+  const int64_t num_ops = static_cast<int64_t>(data.ops.size());
+  ScheduleProblem problem{.num_devices = n};
+  problem.ops.resize(num_ops);
+  std::vector<RoutedOp> routed(num_ops);
+  for (int64_t i = 0; i < num_ops; ++i) {
+    const PreparedOp& prepared_op = data.ops[i];
+    ScheduleOp& op = problem.ops[i];
+    op.operands = prepared_op.operands;
+    op.stream = prepared_op.stream;
+    op.duration = {prepared_op.base_seconds};
+    for (const auto& group : prepared_op.groups()) {
+      // A device alone waits for no one: a group of one simulated device is no group.
+      int64_t simulated = 0;
+      for (int64_t d : group) simulated += d < n ? 1 : 0;
+      if (simulated < 2) continue;
+      std::vector<int64_t>& kept = op.groups.emplace_back();
+      kept.reserve(simulated);
+      for (int64_t d : group) {
+        if (d < n) kept.push_back(d);
+      }
+    }
+    switch (prepared_op.kind) {
+      case PreparedOp::Kind::kPlain:
+        break;
+      case PreparedOp::Kind::kGroupedMatmul: {
+        if (!prepared_op.grouped.has_value()) break;
+        std::vector<GroupedEntry> per_device(n);
+        // Costs by sizes index: devices with equal group sizes cost the same.
+        std::vector<std::optional<GroupedEntry>> by_sizes;
+        bool known = true;
+        const std::vector<int64_t>& ids = evaluator.DeviceSizes(prepared_op.total_groups, n);
+        for (int64_t d = 0; d < n && known; ++d) {
+          const int64_t id = ids[d];
+          if (id < 0) {
+            known = false;
+            break;
+          }
+          if (id >= static_cast<int64_t>(by_sizes.size())) by_sizes.resize(id + 1);
+          if (!by_sizes[id].has_value()) {
+            PERFSIM_ASSIGN_OR_RETURN(by_sizes[id],
+                                     evaluator.Grouped(prepared_op, evaluator.sizes(id)));
+          }
+          per_device[d] = *by_sizes[id];
+        }
+        if (!known) break;
+        op.duration.resize(n);
+        for (int64_t d = 0; d < n; ++d) op.duration[d] = per_device[d].seconds;
+        routed[i].grouped = std::move(per_device);
+        break;
+      }
+      case PreparedOp::Kind::kRaggedAllToAll: {
+        op.duration.assign(n, 0);
+        routed[i].ragged.assign(n, nullptr);
+        routed[i].member.assign(n, 0);
+        for (const auto& group : prepared_op.groups()) {
+          if (group.empty() || group.front() >= n) continue;
+          PERFSIM_ASSIGN_OR_RETURN(const RaggedEntry* entry, evaluator.Ragged(prepared_op, group));
+          for (size_t k = 0; k < group.size(); ++k) {
+            const int64_t d = group[k];
+            if (d >= n) continue;
+            op.duration[d] = entry->seconds;
+            routed[i].ragged[d] = entry;
+            routed[i].member[d] = static_cast<int64_t>(k);
+          }
+        }
+        break;
+      }
+    }
+  }
+  PERFSIM_ASSIGN_OR_RETURN(Schedule schedule, SimulateSchedule(problem));
+  const int64_t slow = schedule.slowest_device;
+  const DeviceSchedule& ds = schedule.device(slow);
+
+  Prediction result{.options = data.options};
+  result.options.routing = routing_spec;
+  result.chip = data.chip->name();
+  result.mesh = data.mesh;
+  result.num_devices = spec.num_devices();
+  result.slowest_device = slow;
+  result.step_seconds = schedule.makespan;
+  result.compute_busy = ds.compute_busy;
+  result.communication_busy = ds.communication_busy;
+  result.exposed_communication = ds.exposed_communication;
+  result.unknown_rates = data.unknown_rates;
+
+  // The rows of `device`: routing-dependent flops, bytes and bound filled in.
+  auto row_of = [&](int64_t i, int64_t device) {
+    OpRow row = data.ops[i].info;
+    const RoutedOp& r = routed[i];
+    if (!r.grouped.empty()) {
+      const GroupedEntry& g = r.grouped[device];
+      row.flops = g.flops;
+      row.bytes = g.bytes;
+      row.bound = g.bound;
+    } else if (!r.ragged.empty() && r.ragged[device] != nullptr) {
+      row.sent_bytes = r.ragged[device]->sent[r.member[device]];
+      row.bytes = r.ragged[device]->hbm[r.member[device]];
+      const RaggedEntry* previous = nullptr;
+      for (const RaggedEntry* entry : r.ragged) {
+        if (entry == nullptr || entry == previous) continue;
+        previous = entry;
+        row.max_sent_bytes = std::max(row.max_sent_bytes, entry->max_sent);
+      }
+    }
+    return row;
+  };
+  // Phase subtotals in issue order; the rows by start time (ties in issue order).
+  std::map<std::string, PhaseTotal> phases;
+  std::vector<int64_t> shown;
+  for (int64_t i : schedule.order) {
+    if (problem.ops[i].stream == Stream::kNone) continue;
+    shown.push_back(i);
+    const RoutedOp& r = routed[i];
+    const OpRow& info = data.ops[i].info;
+    double flops = info.flops, bytes = info.bytes;
+    if (!r.grouped.empty()) {
+      flops = r.grouped[slow].flops;
+      bytes = r.grouped[slow].bytes;
+    } else if (!r.ragged.empty() && r.ragged[slow] != nullptr) {
+      bytes = r.ragged[slow]->hbm[r.member[slow]];
+    }
+    PhaseTotal& t = phases[info.phase];
+    t.phase = info.phase;
+    t.seconds += ds.finish[i] - ds.start[i];
+    t.flops += flops;
+    t.bytes += bytes;
+  }
+  if (options.detail) {
+    std::stable_sort(shown.begin(), shown.end(),
+                     [&](int64_t a, int64_t b) { return ds.start[a] < ds.start[b]; });
+    result.ops.reserve(shown.size());
+    for (int64_t i : shown) {
+      OpRow& row = result.ops.emplace_back(row_of(i, slow));
+      row.start = ds.start[i];
+      row.seconds = ds.finish[i] - ds.start[i];
+    }
+  }
+  for (const char* phase :
+       {"router", "permute", "dispatch", "experts", "combine", "shared", "backward", "other"}) {
+    auto it = phases.find(phase);
+    if (it != phases.end()) result.phases.push_back(it->second);
+  }
+
+  result.model_flops_per_device = data.model_flops_per_device;
+  result.peak_flops_per_device = data.peak_flops_per_device;
+  if (result.peak_flops_per_device > 0 && result.step_seconds > 0) {
+    result.mfu =
+        result.model_flops_per_device / (result.step_seconds * result.peak_flops_per_device);
+  }
+
+  // HBM: the static terms, and the peak of everything else live over the issue order: a value
+  // lives from its op to its last user.
+  MemoryUse& mem = result.memory;
+  mem.parameters = data.parameters;
+  mem.gradients = data.gradients;
+  mem.optimizer = data.optimizer;
+  mem.activations = data.input_activations;
+  {
+    std::vector<int64_t> position(num_ops);
+    for (size_t k = 0; k < schedule.order.size(); ++k) position[schedule.order[k]] = k;
+    std::vector<int64_t> last_use(num_ops, -1);
+    for (int64_t i = 0; i < num_ops; ++i) {
+      for (int64_t o : problem.ops[i].operands) last_use[o] = std::max(last_use[o], position[i]);
+    }
+    std::vector<double> delta(schedule.order.size() + 1, 0);
+    for (int64_t i = 0; i < num_ops; ++i) {
+      const PreparedOp& op = data.ops[i];
+      if (!op.in_memory) continue;
+      const int64_t from = position[i];
+      const int64_t to = std::max<int64_t>(from, last_use[i]);
+      delta[from] += op.result_bytes;
+      delta[to + 1] -= op.result_bytes;
+    }
+    double live = 0, peak = 0;
+    for (double d : delta) {
+      live += d;
+      peak = std::max(peak, live);
+    }
+    mem.activations += peak;
+  }
+  mem.total = mem.parameters + mem.gradients + mem.optimizer + mem.activations;
+  mem.capacity = data.capacity;
+  mem.fits = mem.total <= mem.capacity;
+
+  if (options.detail) {
+    result.op_info.reserve(num_ops);
+    for (int64_t i = 0; i < num_ops; ++i) result.op_info.push_back(data.ops[i].info);
+    result.schedule = std::move(schedule);
+  }
+  return result;
+}
+
+absl::StatusOr<Prediction> Predict(const PredictOptions& options) {
+  PERFSIM_ASSIGN_OR_RETURN(PreparedStep step, PrepareStep(options));
+  return PredictWithRouting(step, options.routing);
+}
+
+}  // namespace perfsim

@@ -1,0 +1,341 @@
+// PrepareStep (predict.h): everything about a scenario that does not depend on its routing.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "sim/comm/hlo_collectives.h"
+#include "sim/comm/topology.h"
+#include "sim/cost/grouped_matmul.h"
+#include "sim/cost/op_cost.h"
+#include "sim/fit/module_fit.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/lowering.h"
+#include "sim/moe/model_registry.h"
+#include "sim/moe/step_graph.h"
+#include "sim/predict/predict.h"
+#include "sim/predict/predict_internal.h"
+#include "sim/predict/ragged_dot_tiling.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+
+absl::StatusOr<PredictOptions> DefaultPredictOptions() {
+  PERFSIM_ASSIGN_OR_RETURN(ModelConfig model, ResolveModel("deepseek_v3"));
+  PredictOptions o{.spec = StepSpec::Defaults(std::move(model))};
+  o.spec.batch = 512;
+  o.spec.seq = 4096;
+  o.spec.phase = Phase::kForwardBackward;
+  o.spec.parallelism = Parallelism{.dp = 2, .ep = 256};
+  o.spec.backend = "ep_ragged_a2a";
+  o.hw = "tpu_v7x";
+  o.mesh = "4x8x8";
+  return o;
+}
+
+const PredictOptions& PreparedStep::options() const { return data_->options; }
+int64_t PreparedStep::num_instructions() const { return static_cast<int64_t>(data_->ops.size()); }
+
+namespace {
+
+// The stage an instruction was lowered in, from its metadata op_name "moe/<stage>".
+std::string StageOf(const Instruction& instruction) {
+  const std::string& m = instruction.attributes().metadata;
+  const size_t at = m.find("op_name=\"moe/");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 13, end = m.find('"', begin);
+  return m.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+std::string PhaseOfStage(const std::string& stage) {
+  for (int s = 0; s <= static_cast<int>(Stage::kGradSync); ++s) {
+    if (StageName(static_cast<Stage>(s)) == stage) {
+      return std::string(StagePhase(static_cast<Stage>(s)));
+    }
+  }
+  return "other";
+}
+
+// The replica groups of a collective (PreparedOp::groups()).
+void SetGroups(const Instruction& instruction, int64_t devices, PreparedOp& op) {
+  const auto& rg = instruction.attributes().replica_groups;
+  if (rg.has_value() && rg->iota.has_value()) {
+    op.owned_groups = ExpandIotaReplicaGroups(*rg->iota);
+  } else if (rg.has_value() && !rg->groups.empty()) {
+    op.listed_groups = &rg->groups;
+    return;
+  }
+  if (op.owned_groups.empty()) {
+    op.owned_groups.emplace_back(devices);
+    std::iota(op.owned_groups[0].begin(), op.owned_groups[0].end(), 0);
+  }
+}
+
+bool IsGroupedMatmul(const Instruction& instruction) {
+  if (instruction.opcode() == Opcode::kRaggedDot) return true;
+  return instruction.opcode() == Opcode::kCustomCall &&
+         (instruction.attributes().custom_call_target == kGmmTarget ||
+          instruction.attributes().custom_call_target == kTgmmTarget);
+}
+
+// Ops XLA's loop fusion puts into one kernel with their elementwise consumers.
+bool LoopFusible(const Instruction& instruction) {
+  const Opcode op = instruction.opcode();
+  return IsElementwiseUnary(op) || IsElementwiseBinary(op) || op == Opcode::kSelect ||
+         op == Opcode::kCompare || op == Opcode::kConvert || op == Opcode::kClamp ||
+         op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kConstant;
+}
+
+// interior[i]: instruction i is fused into its consumers (loop fusion): every user is itself
+// loop-fusible, so its result never goes to HBM.
+std::vector<bool> FusedInterior(const Computation& entry,
+                                const absl::flat_hash_map<const Instruction*, int64_t>& index) {
+  const auto& instructions = entry.instructions();
+  std::vector<int64_t> users(instructions.size(), 0), fusible_users(instructions.size(), 0);
+  for (const auto& instruction : instructions) {
+    const bool fusible = LoopFusible(*instruction);
+    for (const Instruction* operand : instruction->operands()) {
+      const int64_t j = index.at(operand);
+      ++users[j];
+      if (fusible) ++fusible_users[j];
+    }
+  }
+  std::vector<bool> interior(instructions.size(), false);
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    interior[i] = LoopFusible(*instructions[i]) && users[i] > 0 && users[i] == fusible_users[i] &&
+                  instructions[i].get() != entry.root();
+  }
+  return interior;
+}
+
+// The grouped-matmul spec of a ragged-dot (gmm: rows ragged, rhs grouped; tgmm: the ragged
+// dimension contracted) with the tiling ChooseRaggedDotTiling gives; nullopt for a form the
+// grouped model does not read.
+std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, const StepSpec& step,
+                                               const Chip& chip) {
+  const RaggedDotDimensionNumbers& d = *instruction.attributes().ragged_dot_dimension_numbers;
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  const Shape& gs = instruction.operand(2)->shape();
+  if (lhs.rank() != 2 || gs.rank() != 1) return std::nullopt;
+  GroupedMatmulSpec spec;
+  spec.num_groups = gs.dimensions(0);
+  spec.lhs_type = lhs.element_type();
+  spec.rhs_type = rhs.element_type();
+  spec.out_type = instruction.shape().element_type();
+  int64_t rhs_contracting = 1;
+  if (!d.rhs_group_dimensions.empty()) {
+    spec.kind = GroupedMatmulKind::kGmm;
+    spec.m = lhs.dimensions(0);
+    spec.k = lhs.dimensions(d.dot.lhs_contracting_dimensions.at(0));
+    spec.n = instruction.shape().dimensions(1);
+    if (!d.dot.rhs_contracting_dimensions.empty()) {
+      rhs_contracting = d.dot.rhs_contracting_dimensions[0];
+    }
+  } else {
+    spec.kind = GroupedMatmulKind::kTgmm;
+    spec.m = lhs.dimensions(0);
+    spec.k = lhs.dimensions(1);
+    spec.n = rhs.dimensions(1);
+  }
+  const RaggedDotTiling tiling = ChooseRaggedDotTiling(spec, rhs_contracting, step, chip);
+  spec.tm = tiling.tiling.tm;
+  spec.tk = tiling.tiling.tk;
+  spec.tn = tiling.tiling.tn;
+  return spec;
+}
+
+// ResolveChip, with the built-in chips parsed once per process (a file is read every time: it
+// may change).
+absl::StatusOr<Chip> ResolveChipOnce(const std::string& name) {
+  if (absl::StrContains(name, "/") || absl::EndsWith(name, ".textproto")) return ResolveChip(name);
+  static std::mutex mutex;
+  static auto* chips = new std::map<std::string, Chip>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = chips->find(name);
+  if (it != chips->end()) return it->second;
+  PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChip(name));
+  return chips->emplace(name, std::move(chip)).first->second;
+}
+
+// The routing-independent cost of one instruction, loop fusion applied.
+absl::Status CostOp(const Instruction& instruction, const Chip& chip,
+                    const CostOptions& cost_options, bool interior,
+                    const std::vector<bool>& operand_interior, PreparedOp& op,
+                    std::map<std::string, bool>& unknown) {
+  // A ragged-all-to-all is timed from the routing's traffic, group by group; its generic cost
+  // (every group's flows routed at once) is skipped: at 16k devices that alone routes millions
+  // of flows.
+  absl::StatusOr<OpCost> cost = instruction.opcode() == Opcode::kRaggedAllToAll
+                                    ? absl::StatusOr<OpCost>(OpCost{.bound = Bound::kCommunication})
+                                    : CostInstruction(instruction, chip, cost_options);
+  if (!cost.ok()) return Annotate(cost.status(), "cost");
+  for (const std::string& rate : cost->unknown_rates) unknown[rate] = true;
+  OpRow& info = op.info;
+  info.bound = cost->bound;
+  info.flops = cost->counts.flops;
+  info.bytes = cost->counts.bytes_accessed;
+  info.lower_bound = !cost->unknown_rates.empty();
+  double base = cost->seconds.value_or(0);
+  if (LoopFusible(instruction) && cost->counts.bytes_accessed > 0) {
+    // Loop fusion: reads from fused producers and the write of a fused result stay on chip;
+    // only the fusion's root pays the kernel overhead.
+    double bytes = interior ? 0 : cost->counts.output_bytes;
+    for (int64_t k = 0; k < instruction.operand_count(); ++k) {
+      if (!operand_interior[k] && k < static_cast<int64_t>(cost->counts.operand_bytes.size())) {
+        bytes += cost->counts.operand_bytes[k];
+      }
+    }
+    const double memory = cost->memory_seconds * bytes / cost->counts.bytes_accessed;
+    base = std::max(cost->compute_seconds, memory) + (interior ? 0 : cost->overhead_seconds);
+    info.bytes = bytes;
+    info.bound = base == 0                         ? Bound::kNone
+                 : cost->compute_seconds >= memory ? Bound::kCompute
+                                                   : Bound::kMemory;
+    if (!interior && cost->overhead_seconds > std::max(cost->compute_seconds, memory)) {
+      info.bound = Bound::kOverhead;
+    }
+  }
+  op.base_seconds = base;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o) {
+  PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChipOnce(o.hw));
+  auto owned_chip = std::make_unique<Chip>(std::move(chip));
+  const Chip& c = *owned_chip;
+  const std::string mesh = o.mesh.empty() ? c.DefaultSliceShape() : o.mesh;
+  absl::StatusOr<Topology> topology = Topology::Create(c, mesh);
+  if (!topology.ok()) return Annotate(topology.status(), absl::StrCat("--mesh ", mesh));
+  auto owned_topology = std::make_unique<Topology>(*std::move(topology));
+  const Topology& t = *owned_topology;
+  const StepSpec& spec = o.spec;
+  if (t.num_devices() != spec.num_devices()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected the parallelism to use the mesh's ", t.num_devices(), " devices (", mesh, " ",
+        c.name(), " chips × ", t.num_devices() / t.num_chips(), " per chip); got ",
+        ParallelismToString(spec.parallelism), " = ", spec.num_devices()));
+  }
+  // Each data-parallel replica (dp, and fsdp, which shards the batch too) takes whole
+  // sequences; only the tokens of a sequence may be split further (over ep).
+  const int64_t data_parallel = spec.parallelism.dp * spec.parallelism.fsdp;
+  if (spec.batch % data_parallel != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch: expected a batch divisible by the data-parallel degree dp·fsdp = ", data_parallel,
+        " (", ParallelismToString(spec.parallelism), "); got batch ", spec.batch));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(LoweredStep lowered, LowerStep(spec));
+  // A kernel tiling that does not fit VMEM is a lowering failure (DESIGN.md "Fit"), a failed
+  // check (exit 1). The context goes in as an argument: Annotate would drop the misfit mark.
+  PERFSIM_RETURN_IF_ERROR(CheckModuleFits(
+      *lowered.module, c, std::nullopt, absl::StrCat("backend ", spec.backend, " on ", c.name())));
+  auto data = std::make_shared<PreparedStepData>(o, std::move(lowered));
+  data->chip = std::move(owned_chip);
+  data->topology = std::move(owned_topology);
+  data->mesh = mesh;
+
+  const Computation& entry = *data->step.module->entry();
+  const auto& instructions = entry.instructions();
+  absl::flat_hash_map<const Instruction*, int64_t> index;
+  index.reserve(instructions.size());
+  for (size_t i = 0; i < instructions.size(); ++i) index[instructions[i].get()] = i;
+  const std::vector<bool> interior = FusedInterior(entry, index);
+  const CostOptions cost_options{
+      .mode = CostMode::kTrue, .num_devices = spec.num_devices(), .topology = &t};
+  std::map<std::string, bool> unknown;
+  std::vector<bool> operand_interior;
+  data->ops.resize(instructions.size());
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction& instruction = *instructions[i];
+    PreparedOp& op = data->ops[i];
+    op.instruction = &instruction;
+    for (const Instruction* operand : instruction.operands())
+      op.operands.push_back(index.at(operand));
+    for (const Instruction* pred : instruction.control_predecessors()) {
+      op.operands.push_back(index.at(pred));
+    }
+    op.info.name = instruction.name();
+    op.info.opcode = std::string(OpcodeSpelling(instruction.opcode()));
+    op.info.stage = StageOf(instruction);
+    op.info.phase = PhaseOfStage(op.info.stage);
+    operand_interior.clear();
+    for (const Instruction* operand : instruction.operands()) {
+      operand_interior.push_back(interior[index.at(operand)]);
+    }
+    PERFSIM_RETURN_IF_ERROR(
+        CostOp(instruction, c, cost_options, interior[i], operand_interior, op, unknown));
+    if (IsCollectiveInstruction(instruction)) {
+      op.stream = Stream::kCommunication;
+      SetGroups(instruction, spec.num_devices(), op);
+      if (instruction.opcode() == Opcode::kRaggedAllToAll) {
+        op.kind = PreparedOp::Kind::kRaggedAllToAll;
+        // dispatch and combine_bwd send rows towards the experts; combine and dispatch_bwd back.
+        op.to_experts = op.info.stage == "dispatch" || op.info.stage == "combine_bwd";
+        const Shape& operand = instruction.operand(0)->shape();
+        op.row_bytes = static_cast<double>(ByteWidth(operand.element_type()));
+        for (int64_t k = 1; k < operand.rank(); ++k) op.row_bytes *= operand.dimensions(k);
+      }
+    } else if (IsGroupedMatmul(instruction)) {
+      op.stream = Stream::kCompute;
+      op.kind = PreparedOp::Kind::kGroupedMatmul;
+      op.total_groups = instruction.operand(2)->shape().dimensions(0);
+      if (instruction.opcode() == Opcode::kCustomCall) {
+        PERFSIM_ASSIGN_OR_RETURN(op.grouped, GroupedMatmulSpecFromInstruction(instruction));
+      } else {
+        op.grouped = RaggedDotSpec(instruction, spec, c);
+      }
+    } else {
+      op.stream = op.base_seconds > 0 ? Stream::kCompute : Stream::kNone;
+    }
+    op.info.stream = op.stream == Stream::kCommunication ? "comm" : "compute";
+    const Opcode opcode = instruction.opcode();
+    op.in_memory = opcode != Opcode::kParameter && opcode != Opcode::kTuple &&
+                   opcode != Opcode::kGetTupleElement && opcode != Opcode::kBitcast;
+    op.result_bytes =
+        instruction.shape().IsArray() ? static_cast<double>(instruction.shape().ByteSize()) : 0;
+  }
+  for (const auto& [rate, unused] : unknown) data->unknown_rates.push_back(rate);
+
+  // Static HBM: parameters (entry parameters except activations x and dy), gradients (their
+  // outputs), optimizer state.
+  const LoweredStep& step = data->step;
+  for (size_t p = 0; p < step.parameters.size(); ++p) {
+    const double bytes = static_cast<double>(entry.parameter(p)->shape().ByteSize());
+    const std::string& name = step.parameters[p].name;
+    if (name == "x" || name == "dy") {
+      data->input_activations += bytes;
+      continue;
+    }
+    data->parameters += bytes;
+    if (spec.phase == Phase::kForwardBackward && name != "router_bias") data->gradients += bytes;
+    if (o.adam) {
+      data->optimizer += 8.0 * static_cast<double>(entry.parameter(p)->shape().ElementCount());
+    }
+  }
+  const int64_t devices_per_chip = t.num_devices() / t.num_chips();
+  data->capacity =
+      static_cast<double>(c.hbm_capacity_bytes()) / static_cast<double>(devices_per_chip);
+
+  // MFU terms.
+  const ModelConfig& model = spec.model;
+  const double per_token = static_cast<double>(
+      model.RoutedFlopsPerToken() + model.SharedFlopsPerToken() + model.RouterFlopsPerToken());
+  data->model_flops_per_device = per_token * static_cast<double>(spec.tokens()) *
+                                 (spec.phase == Phase::kForwardBackward ? 3 : 1) /
+                                 static_cast<double>(spec.num_devices());
+  const bool f32 = model.proto().param_dtype() == DTYPE_F32;
+  data->peak_flops_per_device =
+      c.PeakMatmulFlopsPerSecond(f32 ? MatmulDtype::kF32 : MatmulDtype::kBf16) /
+      static_cast<double>(devices_per_chip);
+  PreparedStep prepared;
+  prepared.data_ = std::move(data);
+  return prepared;
+}
+
+}  // namespace perfsim

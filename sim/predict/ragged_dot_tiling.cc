@@ -1,0 +1,32 @@
+// ChooseRaggedDotTiling (ragged_dot_tiling.h).
+#include "sim/predict/ragged_dot_tiling.h"
+
+namespace perfsim {
+
+RaggedDotTiling ChooseRaggedDotTiling(const GroupedMatmulSpec& spec, int64_t rhs_contracting_dim,
+                                      const StepSpec& step, const Chip& chip) {
+  if (!chip.is_tpu()) return {GmmTiling{128, 128, 128}, "GPU default (128, 128, 128)"};
+  const int64_t d = step.model.d_model(), f = step.ffn_per_device();
+  bool wo = false;
+  switch (spec.kind) {
+    case GroupedMatmulKind::kGmm:
+      // Forward wo maps F -> D; the dlhs of wo (contracting the rhs's last dim) maps D -> F.
+      wo = rhs_contracting_dim == 2 ? (spec.k == d && spec.n == f) : (spec.k == f && spec.n == d);
+      break;
+    case GroupedMatmulKind::kTgmm:
+      wo = spec.k == f && spec.n == d;  // the [G, F, D] gradient of wo
+      break;
+    case GroupedMatmulKind::kFusedFfn:
+      break;
+  }
+  if (d == f) wo = false;
+  const GmmTiling& knob = wo ? step.knobs.wo.fwd : step.knobs.wi.fwd;
+  if (knob.tm <= 0 || knob.tk <= 0 || knob.tn <= 0) {
+    // A spec built without StepSpec::Defaults has no knobs: megablox's own default.
+    return {GmmTiling{128, 128, 128}, "unset knob: (128, 128, 128)"};
+  }
+  return {knob, wo ? "wo.fwd knob (ragged_dot_tiling metadata)"
+                   : "wi.fwd knob (ragged_dot_tiling metadata)"};
+}
+
+}  // namespace perfsim

@@ -1,0 +1,252 @@
+#include "sim/sweep/sweep_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace perfsim {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string Json(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppend(&out, absl::StrFormat("\\u%04x", static_cast<int>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// Full precision, JSON-safe (no inf or nan).
+std::string Num(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.17g", v);
+}
+
+std::string Csv(absl::string_view s) {
+  if (s.find_first_of(",\"\n") == absl::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Ms(double s) { return absl::StrFormat("%.3f", s * 1e3); }
+
+std::string Title(const SweepEnumeration& e, const SweepReportOptions& o) {
+  const SweepSpace& s = e.space();
+  return absl::StrCat("sweep: ", e.model().name(), " ", PhaseName(s.phase), ", seq ", s.seq,
+                      ", on ", e.mesh(), " ", e.chip().name(), " (", e.num_chips(), " chips, ",
+                      e.num_devices(), " devices); space ", e.fingerprint(),
+                      o.scope.empty() ? "" : absl::StrCat(", ", o.scope));
+}
+
+std::string Plan(const SweepEnumeration& e, const PointResult& r) {
+  const Scenario sc = e.ScenarioAt(r.index);
+  const Parallelism& p = sc.parallelism;
+  std::string plan = absl::StrCat("dp=", p.dp, " fsdp=", p.fsdp, " ep=", p.ep, " tp=", p.tp, " ",
+                                  sc.backend, " b=", sc.batch_per_device);
+  if (!r.tilings.empty()) {
+    absl::StrAppend(&plan, " [", r.tilings, sc.tiling->search ? ", searched" : "", "]");
+  }
+  absl::StrAppend(&plan, " ", e.space().routings[sc.routing]);
+  return plan;
+}
+
+std::string PhasesLine(const PointResult& r) {
+  std::vector<std::string> parts;
+  for (int p = 0; p < kNumSweepPhases; ++p) {
+    if (r.phase_seconds[p] > 0) {
+      parts.push_back(absl::StrCat(kSweepPhaseNames[p], " ", Ms(r.phase_seconds[p])));
+    }
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string Counts(const SweepSummary& s) {
+  std::string out = absl::StrCat("points: ", s.total_points, ", evaluated ", s.evaluated,
+                                 ", feasible ", s.by_reason[0]);
+  for (int k = 1; k < kNumInfeasibilities; ++k) {
+    if (s.by_reason[k] == 0) continue;
+    absl::StrAppend(&out, ", ", InfeasibilityName(static_cast<Infeasibility>(k)), " ",
+                    s.by_reason[k]);
+  }
+  return out;
+}
+
+const PointResult* FindIndex(const std::vector<PointResult>& results, int64_t index) {
+  auto it = std::lower_bound(results.begin(), results.end(), index,
+                             [](const PointResult& r, int64_t i) { return r.index < i; });
+  return it != results.end() && it->index == index ? &*it : nullptr;
+}
+
+}  // namespace
+
+std::string FormatSweepTable(const SweepEnumeration& e, const std::vector<PointResult>& results,
+                             const SweepSummary& s, const SweepReportOptions& o) {
+  std::string out = Title(e, o) + "\n";
+  if (s.interrupted) {
+    absl::StrAppend(&out, "INTERRUPTED after ", s.evaluated, " of ", s.total_points,
+                    " points: the ranking below is of the points evaluated so far\n");
+  }
+  absl::StrAppend(&out, Counts(s), "\n");
+  for (int k = 1; k < kNumInfeasibilities; ++k) {
+    if (s.by_reason[k] == 0) continue;
+    const PointResult* example = FindIndex(results, s.example[k]);
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-18s %8d  e.g. #%d %s: %s\n",
+                              InfeasibilityName(static_cast<Infeasibility>(k)), s.by_reason[k],
+                              s.example[k], e.Label(e.ScenarioAt(s.example[k])),
+                              example != nullptr ? example->message : ""));
+  }
+  const int64_t top = std::min<int64_t>(o.top, static_cast<int64_t>(s.ranked.size()));
+  absl::StrAppend(&out, "\ntop ", top, " by ", RankByTitle(o.rank_by), ":\n");
+  absl::StrAppend(&out, absl::StrFormat("%4s %10s %13s %6s %8s %10s  %s\n", "#", "step ms",
+                                        "tokens/s/chip", "MFU", "HBM GiB", "exposed ms", "plan"));
+  for (int64_t k = 0; k < top; ++k) {
+    const PointResult& r = results[s.ranked[k]];
+    absl::StrAppend(
+        &out, absl::StrFormat("%4d %10s %13.0f %5.1f%% %8.2f %10s  %s%s\n", k + 1,
+                              Ms(r.step_seconds), r.tokens_per_second_per_chip, 100 * r.mfu,
+                              r.hbm_bytes / kGiB, Ms(r.exposed_communication_seconds), Plan(e, r),
+                              s.on_pareto[s.ranked[k]] ? "  (pareto)" : ""));
+    absl::StrAppend(&out, "       phases ms: ", PhasesLine(r), "\n");
+    if (k + 1 < static_cast<int64_t>(s.ranked.size())) {
+      absl::StrAppend(&out, "       why: ",
+                      WhyBeatsNext(e, r, results[s.ranked[k + 1]], o.rank_by, k + 2), "\n");
+    }
+  }
+  absl::StrAppend(&out, "\npareto front, ", RankByTitle(o.rank_by), " vs HBM per device (",
+                  s.pareto.size(), " plans):\n");
+  absl::StrAppend(&out, absl::StrFormat("%4s %10s %13s %8s  %s\n", "rank", "step ms",
+                                        "tokens/s/chip", "HBM GiB", "plan"));
+  for (size_t i : s.pareto) {
+    const PointResult& r = results[i];
+    const int64_t rank = std::find(s.ranked.begin(), s.ranked.end(), i) - s.ranked.begin() + 1;
+    absl::StrAppend(&out,
+                    absl::StrFormat("%4d %10s %13.0f %8.2f  %s\n", rank, Ms(r.step_seconds),
+                                    r.tokens_per_second_per_chip, r.hbm_bytes / kGiB, Plan(e, r)));
+  }
+  return out;
+}
+
+std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>& results,
+                      const SweepSummary& s, const SweepReportOptions& o) {
+  const SweepSpace& space = e.space();
+  std::string out =
+      absl::StrCat("{\"space\": {\"fingerprint\": ", Json(e.fingerprint()),
+                   ", \"model\": ", Json(e.model().name()), ", \"hw\": ", Json(e.chip().name()),
+                   ", \"mesh\": ", Json(e.mesh()), ", \"chips\": ", e.num_chips(),
+                   ", \"devices\": ", e.num_devices(),
+                   ", \"phase\": ", Json(PhaseName(space.phase)), ", \"seq\": ", space.seq, "},\n");
+  absl::StrAppend(&out, "\"scope\": ", Json(o.scope), ", \"points\": ", s.total_points,
+                  ", \"evaluated\": ", s.evaluated, ", \"feasible\": ", s.by_reason[0],
+                  ", \"interrupted\": ", s.interrupted ? "true" : "false", ",\n\"infeasible\": {");
+  bool first = true;
+  for (int k = 1; k < kNumInfeasibilities; ++k) {
+    if (s.by_reason[k] == 0) continue;
+    const PointResult* example = FindIndex(results, s.example[k]);
+    absl::StrAppend(&out, first ? "" : ", ", Json(InfeasibilityName(static_cast<Infeasibility>(k))),
+                    ": {\"count\": ", s.by_reason[k], ", \"example_point\": ", s.example[k],
+                    ", \"example\": ", Json(example != nullptr ? example->message : ""), "}");
+    first = false;
+  }
+  absl::StrAppend(&out, "},\n\"rank_by\": ", Json(RankByName(o.rank_by)), ",\n\"top\": [");
+  const int64_t top = std::min<int64_t>(o.top, static_cast<int64_t>(s.ranked.size()));
+  for (int64_t k = 0; k < top; ++k) {
+    const PointResult& r = results[s.ranked[k]];
+    const Scenario sc = e.ScenarioAt(r.index);
+    const Parallelism& p = sc.parallelism;
+    absl::StrAppend(&out, k ? ",\n" : "\n", "{\"rank\": ", k + 1, ", \"point\": ", r.index,
+                    ", \"plan\": {\"dp\": ", p.dp, ", \"fsdp\": ", p.fsdp, ", \"ep\": ", p.ep,
+                    ", \"tp\": ", p.tp, ", \"backend\": ", Json(sc.backend),
+                    ", \"batch_per_device\": ", sc.batch_per_device,
+                    ", \"tiling\": ", Json(SweepTilingLabel(*sc.tiling)),
+                    ", \"tilings\": ", Json(r.tilings),
+                    ", \"routing\": ", Json(space.routings[sc.routing]), "}");
+    absl::StrAppend(&out, ", \"step_seconds\": ", Num(r.step_seconds),
+                    ", \"tokens_per_second_per_chip\": ", Num(r.tokens_per_second_per_chip),
+                    ", \"mfu\": ", Num(r.mfu), ", \"hbm_bytes\": ", Num(r.hbm_bytes),
+                    ", \"hbm_capacity_bytes\": ", Num(r.hbm_capacity_bytes),
+                    ", \"exposed_communication_seconds\": ", Num(r.exposed_communication_seconds),
+                    ", \"phases\": {");
+    for (int ph = 0; ph < kNumSweepPhases; ++ph) {
+      absl::StrAppend(&out, ph ? ", " : "", Json(kSweepPhaseNames[ph]), ": ",
+                      Num(r.phase_seconds[ph]));
+    }
+    absl::StrAppend(&out, "}, \"pareto\": ", s.on_pareto[s.ranked[k]] ? "true" : "false",
+                    ", \"why\": ",
+                    k + 1 < static_cast<int64_t>(s.ranked.size())
+                        ? Json(WhyBeatsNext(e, r, results[s.ranked[k + 1]], o.rank_by, k + 2))
+                        : "null",
+                    "}");
+  }
+  absl::StrAppend(&out, "],\n\"pareto\": [");
+  for (size_t k = 0; k < s.pareto.size(); ++k) {
+    const PointResult& r = results[s.pareto[k]];
+    absl::StrAppend(&out, k ? ", " : "", "{\"point\": ", r.index,
+                    ", \"step_seconds\": ", Num(r.step_seconds),
+                    ", \"hbm_bytes\": ", Num(r.hbm_bytes), ", \"", RankByName(o.rank_by),
+                    "\": ", Num(RankMetric(r, o.rank_by)), "}");
+  }
+  absl::StrAppend(&out, "]}\n");
+  return out;
+}
+
+std::string SweepCsv(const SweepEnumeration& e, const std::vector<PointResult>& results,
+                     const SweepSummary& s) {
+  std::string out =
+      "index,status,reason,dp,fsdp,ep,tp,backend,batch_per_device,tiling,tilings,routing,"
+      "step_seconds,tokens_per_second_per_chip,mfu,hbm_bytes,hbm_capacity_bytes,"
+      "exposed_communication_seconds";
+  for (const char* phase : kSweepPhaseNames) absl::StrAppend(&out, ",", phase, "_seconds");
+  absl::StrAppend(&out, ",on_pareto,rank,message\n");
+  std::vector<int64_t> rank(results.size(), 0);
+  for (size_t k = 0; k < s.ranked.size(); ++k) rank[s.ranked[k]] = static_cast<int64_t>(k) + 1;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const PointResult& r = results[i];
+    const Scenario sc = e.ScenarioAt(r.index);
+    const Parallelism& p = sc.parallelism;
+    absl::StrAppend(&out, r.index, ",", r.feasible() ? "feasible" : "infeasible", ",",
+                    InfeasibilityName(r.reason), ",", p.dp, ",", p.fsdp, ",", p.ep, ",", p.tp, ",",
+                    sc.backend, ",", sc.batch_per_device, ",", Csv(SweepTilingLabel(*sc.tiling)),
+                    ",", Csv(r.tilings), ",", Csv(e.space().routings[sc.routing]));
+    const auto figure = [&](double v) { absl::StrAppend(&out, ",", r.has_metrics ? Num(v) : ""); };
+    figure(r.step_seconds);
+    figure(r.tokens_per_second_per_chip);
+    figure(r.mfu);
+    figure(r.hbm_bytes);
+    figure(r.hbm_capacity_bytes);
+    figure(r.exposed_communication_seconds);
+    for (double v : r.phase_seconds) figure(v);
+    absl::StrAppend(&out, ",", s.on_pareto[i] ? "true" : "false", ",",
+                    rank[i] > 0 ? absl::StrCat(rank[i]) : "", ",", Csv(r.message), "\n");
+  }
+  return out;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,252 @@
+// `perfsim predict` on an expert-parallel backend: laws the predictions must obey, the bytes
+// the report shows, the ragged-dot tiling, bad input, and the trace's device choice.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/cli.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/moe/model_registry.h"
+#include "sim/predict/predict.h"
+#include "sim/predict/ragged_dot_tiling.h"
+#include "sim/report/predict_report.h"
+
+namespace perfsim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// DeepSeek-V3 experts (D = 7168, F = 2048, E = 256, K = 8) with ep_ragged_a2a on a TPU v5p
+// 4x4x4 slice (64 devices): batch 64 × seq 256 = 256 tokens per device, dp = 64 / ep.
+PredictOptions DeepSeekEp(int64_t ep, const std::string& routing = "uniform",
+                          Phase phase = Phase::kForward) {
+  absl::StatusOr<ModelConfig> model = ResolveModel("deepseek_v3");
+  EXPECT_TRUE(model.ok());
+  PredictOptions o{.spec = StepSpec::Defaults(*model)};
+  o.spec.batch = 64;
+  o.spec.seq = 256;
+  o.spec.phase = phase;
+  o.spec.backend = "ep_ragged_a2a";
+  o.spec.parallelism = Parallelism{.dp = 64 / ep, .ep = ep};
+  o.hw = "tpu_v5p";
+  o.mesh = "4x4x4";
+  absl::StatusOr<RoutingSpec> r = ParseRoutingSpec(routing);
+  EXPECT_TRUE(r.ok()) << r.status();
+  o.routing = *r;
+  return o;
+}
+
+const OpRow* FindRow(const Prediction& p, const std::string& opcode, const std::string& stage) {
+  for (const OpRow& row : p.ops) {
+    if (row.opcode == opcode && row.stage == stage) return &row;
+  }
+  return nullptr;
+}
+
+TEST(PredictPhysics, SkewedRoutingIsNeverFasterThanUniformWithExpertParallelism) {
+  // Skew gives some expert shards more rows (longer grouped matmuls) and concentrates the
+  // all-to-all on their links; the step is the slowest device's, so it can only grow. The file
+  // routing puts the hot experts on shard 50 of 64, away from device 0.
+  const std::string path = ::testing::TempDir() + "/hot_late.txt";
+  {
+    std::ofstream file(path);
+    for (int e = 0; e < 256; ++e) file << (e == 200 ? 60 : e == 201 ? 30 : 1) << " ";
+  }
+  for (Phase phase : {Phase::kForward, Phase::kForwardBackward}) {
+    absl::StatusOr<Prediction> uniform = Predict(DeepSeekEp(64, "uniform", phase));
+    ASSERT_TRUE(uniform.ok()) << uniform.status();
+    for (const std::string& skew :
+         std::vector<std::string>{"zipf:0.5", "zipf:1.2", "hot:0.3", "file:" + path}) {
+      SCOPED_TRACE(skew);
+      absl::StatusOr<Prediction> skewed = Predict(DeepSeekEp(64, skew, phase));
+      ASSERT_TRUE(skewed.ok()) << skewed.status();
+      EXPECT_GE(skewed->step_seconds, uniform->step_seconds * (1 - 1e-12));
+    }
+  }
+  absl::StatusOr<Prediction> late = Predict(DeepSeekEp(64, "file:" + path));
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->slowest_device, 50);  // experts 200 and 201 live on shard 200 / 4 = 50
+}
+
+TEST(PredictPhysics, MoreExpertParallelismNeverSendsLessThanTheBalancedBound) {
+  // Every token shard sends T_l·K = 256·8 = 2048 rows of D·2 = 14336 bytes, and the rows for
+  // its own experts stay home. Every source routes alike here, so the shard that keeps r_i rows
+  // sends 2048 − r_i, with Σ r_i = 2048 over the EP shards: the busiest sender sends at least
+  // the mean, 2048·(EP − 1)/EP rows — the balanced bound, met exactly by uniform routing. The
+  // bound grows with EP (more of each token's rows leave the device).
+  const double row_bytes = 7168 * 2;
+  double previous_bound = 0;
+  for (int64_t ep : {2, 4, 8, 16, 32, 64}) {
+    const double bound = 2048.0 * static_cast<double>(ep - 1) / static_cast<double>(ep) * row_bytes;
+    EXPECT_GT(bound, previous_bound);
+    previous_bound = bound;
+    for (const char* routing : {"uniform", "zipf:1.0", "hot:0.5"}) {
+      SCOPED_TRACE(absl::StrCat("ep=", ep, " ", routing));
+      absl::StatusOr<Prediction> p = Predict(DeepSeekEp(ep, routing));
+      ASSERT_TRUE(p.ok()) << p.status();
+      const OpRow* dispatch = FindRow(*p, "ragged-all-to-all", "dispatch");
+      ASSERT_NE(dispatch, nullptr);
+      EXPECT_GE(dispatch->max_sent_bytes, bound * (1 - 1e-12));
+      if (std::string(routing) == "uniform") {
+        EXPECT_DOUBLE_EQ(dispatch->max_sent_bytes, bound);
+        EXPECT_DOUBLE_EQ(dispatch->sent_bytes, bound);
+      }
+    }
+  }
+}
+
+TEST(PredictPhysics, RaggedAllToAllShowsTheRowsItMovesNotItsBuffers) {
+  // Uniform dispatch at ep = 64: a device reads the 2048 rows it sends (its own 32 included)
+  // and writes the 2048 rows it receives: 2 · 2048 · 14336 B = 58.7 MB, although its receive
+  // buffer holds T_l·K·min(EP, E/K) = 2048·32 rows (939 MB).
+  absl::StatusOr<Prediction> p = Predict(DeepSeekEp(64));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const OpRow* dispatch = FindRow(*p, "ragged-all-to-all", "dispatch");
+  ASSERT_NE(dispatch, nullptr);
+  EXPECT_DOUBLE_EQ(dispatch->bytes, 2.0 * 2048 * 14336);
+  EXPECT_DOUBLE_EQ(dispatch->sent_bytes, 2048.0 * 63 / 64 * 14336);
+  const std::string table = FormatPredictionTable(*p);
+  EXPECT_THAT(table, HasSubstr("HBM MB"));
+  EXPECT_THAT(table, HasSubstr("net MB"));
+  const std::string json = PredictionJson(*p);
+  EXPECT_THAT(json, HasSubstr("\"sent_bytes\": "));
+  EXPECT_THAT(json, HasSubstr("\"lower_bound\": "));
+}
+
+TEST(PredictPhysics, RowsMissingARateAreMarkedAsLowerBounds) {
+  // tpu_v5p gives no vector or transcendental rate: the router's exponentials and the like are
+  // not timed, and their rows say so.
+  absl::StatusOr<Prediction> p = Predict(DeepSeekEp(64));
+  ASSERT_TRUE(p.ok()) << p.status();
+  bool any = false;
+  for (const OpRow& row : p->ops) any = any || row.lower_bound;
+  EXPECT_TRUE(any);
+  EXPECT_THAT(FormatPredictionTable(*p), HasSubstr("* lower bound"));
+  EXPECT_THAT(PredictionJson(*p), HasSubstr("\"lower_bound\": true"));
+}
+
+TEST(PredictPhysics, RaggedDotsTakeTheForwardTilingKnobsOnTpu) {
+  // MaxText's ragged_dot path passes the projection's forward tiles as ragged_dot_tiling.
+  const StepSpec spec = DeepSeekEp(64).spec;  // D = 7168, F = 2048 per device
+  absl::StatusOr<Chip> tpu = ResolveChip("tpu_v5p");
+  absl::StatusOr<Chip> gpu = ResolveChip("gpu_h100");
+  ASSERT_TRUE(tpu.ok() && gpu.ok());
+  StepSpec knobs = spec;
+  knobs.knobs.wi.fwd = {256, 7168, 512};
+  knobs.knobs.wo.fwd = {128, 2048, 1024};
+  knobs.knobs.wi.dlhs = {8, 8, 8};  // dlhs / drhs knobs configure kernels, not ragged-dots
+  auto choose = [&](GroupedMatmulKind kind, int64_t k, int64_t n, int64_t contracting) {
+    GroupedMatmulSpec g{.kind = kind, .m = 4096, .k = k, .n = n, .num_groups = 4};
+    return ChooseRaggedDotTiling(g, contracting, knobs, *tpu).tiling;
+  };
+  auto same = [](const GmmTiling& a, const GmmTiling& b) {
+    return a.tm == b.tm && a.tk == b.tk && a.tn == b.tn;
+  };
+  // wi: forward D -> F, dlhs F -> D (contracting the rhs's last dim), drhs a [G, D, F] gradient.
+  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 7168, 2048, 1), knobs.knobs.wi.fwd));
+  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 2048, 7168, 2), knobs.knobs.wi.fwd));
+  EXPECT_TRUE(same(choose(GroupedMatmulKind::kTgmm, 7168, 2048, 1), knobs.knobs.wi.fwd));
+  // wo: forward F -> D, dlhs D -> F, drhs [G, F, D].
+  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 2048, 7168, 1), knobs.knobs.wo.fwd));
+  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 7168, 2048, 2), knobs.knobs.wo.fwd));
+  EXPECT_TRUE(same(choose(GroupedMatmulKind::kTgmm, 2048, 7168, 1), knobs.knobs.wo.fwd));
+  GroupedMatmulSpec g{
+      .kind = GroupedMatmulKind::kGmm, .m = 4096, .k = 7168, .n = 2048, .num_groups = 4};
+  EXPECT_TRUE(same(ChooseRaggedDotTiling(g, 1, knobs, *gpu).tiling, GmmTiling{128, 128, 128}));
+
+  // And through predict: a wi.fwd tile of tk = 1024 < k re-reads every group's weights per
+  // visited row tile, tk = k reads them once, so the forward wi ragged-dot moves fewer bytes.
+  PredictOptions whole = DeepSeekEp(64);
+  whole.spec.knobs.wi.fwd = {512, 7168, 2048};
+  absl::StatusOr<Prediction> a = Predict(DeepSeekEp(64));  // MaxText's (512, 1024, 1024)
+  absl::StatusOr<Prediction> b = Predict(whole);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const OpRow* split = FindRow(*a, "ragged-dot", "experts");
+  const OpRow* once = FindRow(*b, "ragged-dot", "experts");
+  ASSERT_TRUE(split != nullptr && once != nullptr);
+  EXPECT_LT(once->bytes, split->bytes);
+  EXPECT_DOUBLE_EQ(once->flops, split->flops);
+}
+
+TEST(PredictPhysics, PerSourceRoutingHasARowPerTokenShardFsdpIncluded) {
+  // fsdp = 2, ep = 32 on 64 devices: 64 token shards (mesh order dp, fsdp, ep, tp), so a
+  // routing file has 64 rows. Row 40 (fsdp replica 1, expert shard 8) sends most of its rows to
+  // experts 0..7, which live on expert shard 0 of its replica: device 32 receives the most and
+  // is the slowest.
+  const std::string path = ::testing::TempDir() + "/fsdp_rows.txt";
+  {
+    std::ofstream file(path);
+    for (int s = 0; s < 64; ++s) {
+      for (int e = 0; e < 256; ++e) file << (s == 40 && e < 8 ? 50 : 1) << " ";
+      file << "\n";
+    }
+  }
+  PredictOptions o = DeepSeekEp(32, "file:" + path);
+  o.spec.parallelism = Parallelism{.ep = 32, .fsdp = 2};
+  absl::StatusOr<Prediction> p = Predict(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->slowest_device, 32);
+  o.routing = *ParseRoutingSpec("uniform");
+  absl::StatusOr<Prediction> uniform = Predict(o);
+  ASSERT_TRUE(uniform.ok()) << uniform.status();
+  EXPECT_GT(p->step_seconds, uniform->step_seconds);
+}
+
+TEST(PredictPhysics, BatchMustSplitOverDataParallelReplicas) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  // batch·seq = 192 splits over 2 devices, but 3 sequences do not split over dp = 2.
+  EXPECT_EQ(RunPerfsim({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism", "dp=2",
+                        "--batch", "3", "--seq", "64"},
+                       in, out, err),
+            2);
+  EXPECT_THAT(err.str(), HasSubstr("expected a batch divisible by the data-parallel degree "
+                                   "dp·fsdp = 2"));
+  EXPECT_THAT(err.str(), HasSubstr("got batch 3"));
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunPerfsim({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism", "dp=2",
+                        "--batch", "4", "--seq", "64", "--phase", "fwd"},
+                       in, out2, err2),
+            0)
+      << err2.str();
+}
+
+TEST(PredictTrace, DevicesAreChosenByFlag) {
+  absl::StatusOr<TraceDevices> all = ParseTraceDevices("all", 64);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->all);
+  absl::StatusOr<TraceDevices> some = ParseTraceDevices("0,5-7,63", 64);
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_THAT(some->ids, ::testing::ElementsAre(0, 5, 6, 7, 63));
+  for (const char* bad : {"64", "7-5", "x", "-1", "3,,4"}) {
+    absl::StatusOr<TraceDevices> parsed = ParseTraceDevices(bad, 64);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_THAT(parsed.status().message(),
+                HasSubstr("expected all, or device ids and ranges in [0, 64)"));
+  }
+  // dp = 4 replicas of 16 devices route alike: 16 simulated; device 37 shows device 5's timeline.
+  absl::StatusOr<Prediction> p = Predict(DeepSeekEp(16));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->schedule.num_devices(), 16);
+  const std::string chosen = PredictionTrace(*p, *ParseTraceDevices("5,37", 64));
+  EXPECT_THAT(chosen, HasSubstr("\"name\": \"device 5\""));
+  EXPECT_THAT(chosen, HasSubstr("\"name\": \"device 37\""));
+  EXPECT_THAT(chosen, Not(HasSubstr("\"name\": \"device 0")));
+  const std::string every = PredictionTrace(*p, *all);
+  EXPECT_THAT(every, HasSubstr("\"name\": \"device 63\""));
+  const std::string sample = PredictionTrace(*p);
+  EXPECT_THAT(sample, HasSubstr("\"name\": \"device 0"));
+  EXPECT_THAT(sample, Not(HasSubstr("\"name\": \"device 16\"")));
+  std::istringstream in;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunPerfsim({"predict", "--trace-devices", "all"}, in, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("--trace-devices: expected --trace OUT.json too"));
+}
+
+}  // namespace
+}  // namespace perfsim

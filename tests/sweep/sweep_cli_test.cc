@@ -1,0 +1,153 @@
+// `perfsim sweep` and `perfsim sweep merge` through the command-line library: exit codes,
+// outputs, files.
+#include <sstream>
+
+#include "cli/cli.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/sweep/sweep_test_util.h"
+
+namespace perfsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunSweepCli(std::vector<std::string> args) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  args.insert(args.begin(), "sweep");
+  const int code = RunPerfsim(args, in, out, err);
+  return {code, out.str(), err.str()};
+}
+
+const std::vector<std::string> kNano = {"--model", "nano", "--hw",  "gpu_h100", "--mesh", "8",
+                                        "--phase", "fwd",  "--seq", "4",        "--quiet"};
+
+std::vector<std::string> Nano(std::vector<std::string> more) {
+  std::vector<std::string> args = kNano;
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(SweepCli, RanksASmallSpaceAndWritesTheCsv) {
+  const std::string csv = ::testing::TempDir() + "/points.csv";
+  Result r =
+      RunSweepCli(Nano({"--backends", "dense_einsum,ep_ragged_a2a", "--top", "3", "--csv", csv}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("points: 40, evaluated 40, feasible 23"));
+  EXPECT_THAT(r.out, HasSubstr("top 3 by step time"));
+  EXPECT_THAT(r.out, HasSubstr("why: "));
+  EXPECT_THAT(r.out, HasSubstr("pareto front"));
+  const std::string text = ReadFileOrDie(csv);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 41);
+  Result json =
+      RunSweepCli(Nano({"--backends", "ep_ragged_a2a", "--format=json", "--rank-by", "mfu"}));
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("\"rank_by\": \"mfu\""));
+  EXPECT_THAT(json.out, HasSubstr("\"top\": [\n{\"rank\": 1"));
+}
+
+TEST(SweepCli, ShardFilesMergeIntoTheSingleRunsOutput) {
+  const std::vector<std::string> space =
+      Nano({"--backends", "ep_ragged_a2a,dense_einsum", "--routings", "uniform,zipf:1.2"});
+  Result whole = RunSweepCli(space);
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  std::vector<std::string> merge = {"merge"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = ::testing::TempDir() + "/part" + std::to_string(i) + ".shard";
+    std::vector<std::string> args = space;
+    args.insert(args.end(), {"--shard", std::to_string(i) + "/3", "--out", out});
+    Result r = RunSweepCli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("shard " + std::to_string(i) + "/3"));
+    merge.push_back(out);
+  }
+  Result merged = RunSweepCli(merge);
+  ASSERT_EQ(merged.code, 0) << merged.err;
+  EXPECT_EQ(merged.out, whole.out);
+  // Two of three shards: exit 2, naming what is missing.
+  merge.pop_back();
+  Result missing = RunSweepCli(merge);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("missing 2/3"));
+}
+
+TEST(SweepCli, JobsDoNotChangeTheOutput) {
+  const std::vector<std::string> space =
+      Nano({"--backends", "ep_ragged_a2a,ring_of_experts", "--hw", "tpu_v5p", "--mesh", "2x2x2"});
+  Result one = RunSweepCli(space);
+  std::vector<std::string> two = space;
+  two.insert(two.end(), {"--jobs", "2"});
+  Result r = RunSweepCli(two);
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(one.out, r.out);
+}
+
+TEST(SweepCli, BadInputExitsTwo) {
+  const struct {
+    std::vector<std::string> args;
+    const char* message;
+  } cases[] = {
+      {Nano({"--shard", "3/3"}), "--shard: expected i/N with 0 <= i < N; got '3/3'"},
+      {Nano({"--shard", "x"}), "--shard: expected i/N"},
+      {Nano({"--backends", "warp_drive"}), "warp_drive"},
+      {Nano({"--ep", "3"}), "ep: expected values dividing the 8 devices"},
+      {Nano({"--ep", "8", "--tp", "2"}), "expected dp·fsdp·ep·tp = 8"},
+      {Nano({"--routings", "zipf"}), "expected uniform, zipf:S"},
+      {Nano({"--tiling-wi", "1,2"}), "--tiling-wi: expected tm,tk,tn"},
+      {Nano({"--rank-by", "speed"}), "--rank-by: expected step, tokens or mfu"},
+      {Nano({"--jobs", "0"}), "--jobs: expected a positive integer"},
+      {Nano({"--engine", "fast"}), "--engine: expected staged or predict"},
+      {Nano({"--batch-per-device", "0"}), "--batch-per-device: expected"},
+      {Nano({"--space", "/nonexistent/space.textproto"}), "cannot open"},
+      {{"merge"}, "expected shard files"},
+      {{"merge", "/nonexistent.shard"}, "cannot open"},
+  };
+  for (const auto& c : cases) {
+    Result r = RunSweepCli(c.args);
+    EXPECT_EQ(r.code, 2) << c.message << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+}
+
+TEST(SweepCli, SpaceFileErrorsPointIntoTheFile) {
+  const std::string path = WriteTempFile("bad_space.textproto",
+                                         "model: \"nano\"\nbackends: \"ep_ragged_a2a\"\n"
+                                         "tilings { wi: [8, 8] }\n");
+  Result r = RunSweepCli({"--space", path, "--quiet"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(path + ":3:"));
+  const std::string good =
+      WriteTempFile("space.textproto",
+                    "model: \"nano\"\nhw: \"gpu_h100\"\nmesh: \"8\"\nphase: \"fwd\"\nseq: 4\n"
+                    "ep { values: [4] }\ntp { values: [1] }\nbackends: \"ep_ragged_a2a\"\n"
+                    "routings: [\"uniform\", \"hot:0.5\"]\n");
+  Result ok = RunSweepCli({"--space", good, "--quiet"});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  // ep = 4, tp = 1: dp·fsdp = 2 -> (1, 2) and (2, 1); two routings.
+  EXPECT_THAT(ok.out, HasSubstr("points: 4, evaluated 4, feasible 4"));
+}
+
+TEST(SweepCli, MergeRefusesShardsOfDifferentSpaces) {
+  const std::string a = ::testing::TempDir() + "/a.shard";
+  const std::string b = ::testing::TempDir() + "/b.shard";
+  ASSERT_EQ(RunSweepCli(Nano({"--backends", "dense_einsum", "--shard", "0/2", "--out", a})).code,
+            0);
+  ASSERT_EQ(
+      RunSweepCli(Nano({"--backends", "dense_einsum", "--seq", "8", "--shard", "1/2", "--out", b}))
+          .code,
+      0);
+  Result r = RunSweepCli({"merge", a, b});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(b + ":2:13: expected the space of " + a));
+}
+
+}  // namespace
+}  // namespace perfsim
