@@ -3,12 +3,16 @@
 // BM_PredictUncached, one `perfsim predict` of the default scenario (DeepSeek-V3, fwd_bwd, TPU
 // v7x 4x8x8 = 256 chips / 512 devices, ep=256, dp=2) with nothing reused.
 //
-//   BM_ScenarioWarm/R        a scenario whose lowered module, per-op costs and routing costs
-//                            are cached (R routings cycled: 0 = uniform only, 1 = zipf:1.0):
-//                            the per-point floor (schedule, phases, HBM peak)
+// A sweep evaluates every point through sim/predict: PrepareStep once per block of points that
+// share a lowered module, PredictWithRouting without detail per point, one PredictCache per
+// thread (sim/sweep/evaluator.h).
+//   BM_ScenarioWarm/R        a scenario whose prepared step and routing costs are cached
+//                            (0 = uniform, 1 = zipf:1.0): the per-point floor, one schedule
+//                            simulation with phases, MFU and the HBM peak
 //   BM_ScenarioNewRouting/R  each iteration a routing never seen before (zipf:S with a fresh S,
-//                            or hot:P): the module and the routing-independent per-op costs
-//                            are reused; grouped matmuls and ragged all-to-alls are re-costed
+//                            or hot:P): the prepared step is reused; the routing matrix, group
+//                            sizes, grouped matmuls and ragged all-to-alls are costed afresh
+//                            (grouped-matmul costs of sizes seen before come from the cache)
 //   BM_SweepSpace/J          a whole sweep on J threads, cold caches: DeepSeek-V3 on 4x8x8,
 //                            ep in {64, 128, 256} × tp in {1, 2} × dp the rest (fsdp 1),
 //                            ep_ragged_a2a and ring_of_experts, 8 routings; the rate includes
@@ -20,10 +24,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sim/hw/chip_registry.h"
 #include "sim/predict/predict.h"
 #include "sim/sweep/runner.h"
-#include "sim/sweep/staged_predict.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -47,56 +49,29 @@ void BM_PredictUncached(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictUncached)->Unit(benchmark::kMillisecond);
 
-struct Prepared {
-  PredictOptions options;
-  Chip chip;
-  Topology topology;
-  StagedStep step;
-};
-
-absl::StatusOr<std::unique_ptr<Prepared>> PrepareDefault() {
+// The default scenario prepared once (lowered, fit-checked, costed), as a sweep's block is.
+absl::StatusOr<PreparedStep> PrepareDefault() {
   PERFSIM_ASSIGN_OR_RETURN(PredictOptions o, DefaultPredictOptions());
-  PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChip(o.hw));
-  PERFSIM_ASSIGN_OR_RETURN(Topology topology, Topology::Create(chip, o.mesh));
-  auto p = std::unique_ptr<Prepared>(
-      new Prepared{o, std::move(chip), std::move(topology), StagedStep{.spec = o.spec}});
-  PERFSIM_ASSIGN_OR_RETURN(p->step, PrepareStagedStep(o.spec, p->chip, p->topology, false));
-  return p;
+  return PrepareStep(o);
 }
 
 void BM_ScenarioWarm(benchmark::State& state) {
-  absl::StatusOr<std::unique_ptr<Prepared>> p = PrepareDefault();
-  if (!p.ok()) {
-    state.SkipWithError(std::string(p.status().message()).c_str());
-    return;
-  }
-  const std::string text = state.range(0) == 0 ? "uniform" : "zipf:1.0";
-  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(text);
-  StagedCaches caches;
-  for (auto _ : state) {
-    absl::StatusOr<StagedResult> r = EvaluateStagedRouting((*p)->step, *routing, text, caches);
-    if (!r.ok()) {
-      state.SkipWithError(std::string(r.status().message()).c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(r->step_seconds);
-  }
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_ScenarioWarm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
-
-// The same through sim/predict's own two stages (PrepareStep once, PredictWithRouting per
-// point without detail, its PredictCache kept).
-void BM_PredictWithRoutingWarm(benchmark::State& state) {
-  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
-  absl::StatusOr<PreparedStep> step = PrepareStep(*o);
-  if (!step.ok()) {
-    state.SkipWithError(std::string(step.status().message()).c_str());
-    return;
-  }
+  absl::StatusOr<PreparedStep> step = PrepareDefault();
   absl::StatusOr<RoutingSpec> routing =
       ParseRoutingSpec(state.range(0) == 0 ? "uniform" : "zipf:1.0");
+  if (!step.ok() || !routing.ok()) {
+    state.SkipWithError("default scenario");
+    return;
+  }
   PredictCache cache;
+  // The schedule's size: instructions, and device classes simulated (with detail, once).
+  absl::StatusOr<Prediction> shape = PredictWithRouting(*step, *routing, {.cache = &cache});
+  if (!shape.ok()) {
+    state.SkipWithError(std::string(shape.status().message()).c_str());
+    return;
+  }
+  state.counters["ops"] = static_cast<double>(step->num_instructions());
+  state.counters["classes"] = static_cast<double>(shape->schedule.num_classes());
   for (auto _ : state) {
     absl::StatusOr<Prediction> p =
         PredictWithRouting(*step, *routing, {.detail = false, .cache = &cache});
@@ -108,15 +83,15 @@ void BM_PredictWithRoutingWarm(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_PredictWithRoutingWarm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ScenarioWarm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void BM_ScenarioNewRouting(benchmark::State& state) {
-  absl::StatusOr<std::unique_ptr<Prepared>> p = PrepareDefault();
-  if (!p.ok()) {
-    state.SkipWithError(std::string(p.status().message()).c_str());
+  absl::StatusOr<PreparedStep> step = PrepareDefault();
+  if (!step.ok()) {
+    state.SkipWithError(std::string(step.status().message()).c_str());
     return;
   }
-  StagedCaches caches;
+  PredictCache cache;
   int64_t k = 0;
   for (auto _ : state) {
     ++k;
@@ -125,12 +100,13 @@ void BM_ScenarioNewRouting(benchmark::State& state) {
     state.PauseTiming();
     absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(text);
     state.ResumeTiming();
-    absl::StatusOr<StagedResult> r = EvaluateStagedRouting((*p)->step, *routing, text, caches);
-    if (!r.ok()) {
-      state.SkipWithError(std::string(r.status().message()).c_str());
+    absl::StatusOr<Prediction> p =
+        PredictWithRouting(*step, *routing, {.detail = false, .cache = &cache});
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
       return;
     }
-    benchmark::DoNotOptimize(r->step_seconds);
+    benchmark::DoNotOptimize(p->step_seconds);
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -63,14 +63,22 @@ scale-out:
   --shard i/N      evaluate shard i of N (round robin over blocks of points that share a
                    lowered module); with --out FILE, write the shard's results for merge
   --jobs J         threads (default 1); results are identical for every J
-  --engine E       staged (default): sim/sweep's staged evaluation, which re-does only what
-                   a routing changes; predict: sim/predict's PrepareStep + PredictWithRouting
-                   (slower; the same bits, for cross-checking)
   merge            combine shard files into the ranking one run gives, byte for byte; refuses
                    shards of different spaces, missing, duplicate or interrupted shards
 
-Ctrl-C stops the evaluation and prints the ranking of the points evaluated so far (exit 130).
-Exit 0 on success, 2 for bad input.
+Each point's figures are `perfsim predict`'s on the same scenario, bit for bit: a block of
+points sharing a lowered module is prepared once, and each point re-does only what its
+routing changes.
+
+Ctrl-C stops the evaluation and prints the ranking of the points evaluated so far.
+
+exit codes:
+  0    the space was evaluated (infeasible points are results, not failures)
+  2    bad input or usage (flags, space file, shard files), with the reason on stderr
+  3    internal error
+  130  interrupted by Ctrl-C (SIGINT; 128 + 2, as shells report it): the ranking is of the
+       points evaluated so far, and a shard written with --out is marked incomplete, which
+       merge refuses
 )";
 
 std::vector<FlagSpec> SweepFlagSpecs() {
@@ -96,8 +104,7 @@ std::vector<FlagSpec> SweepFlagSpecs() {
                            "csv",
                            "shard",
                            "out",
-                           "jobs",
-                           "engine"}) {
+                           "jobs"}) {
     specs.push_back({name, true});
   }
   for (const char* name : {"adam", "search", "quiet", "help"}) specs.push_back({name, false});
@@ -317,11 +324,6 @@ int RunSweepCommand(const std::vector<std::string>& args, CliIo& io) {
     return ReportStatus(UsageError(absl::StrCat("--jobs: expected a positive integer; got '",
                                                 flags->Get("jobs"), "'")),
                         io);
-  }
-  if (flags->Has("engine")) {
-    absl::StatusOr<SweepEngine> engine = ParseSweepEngine(flags->Get("engine"));
-    if (!engine.ok()) return ReportStatus(engine.status(), io);
-    run_options.engine = *engine;
   }
   absl::StatusOr<SweepSpace> space = SpaceFromFlags(*flags, io);
   if (!space.ok()) return ReportStatus(space.status(), io);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -57,7 +58,8 @@ ErrorSummary SummarizeErrors(std::string scope, absl::Span<const std::string> id
   return s;
 }
 
-absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file) {
+absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
+                                           const AccuracyOptions& options) {
   AccuracyReport report;
   report.filename = file.filename;
   std::vector<int64_t> model_of_row;  // index into report.models, -1 when skipped
@@ -105,15 +107,18 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file) {
   for (size_t t = 0; t < training.size(); ++t) {
     AccuracyRow& row = report.rows[row_of_training[t]];
     const RowModel& model = *training[t].model;
-    // Leave-one-out: refit this row's chip without it (other chips share no factor).
-    std::vector<CalibrationRow> others;
-    for (size_t u = 0; u < training.size(); ++u) {
-      if (u != t && training[u].model->chip == model.chip) others.push_back(training[u]);
-    }
-    const Calibration without = FitCalibration(others);
     row.predicted[kPhysics] = ModelValue(model, ChipFactors());
     row.predicted[kCalibrated] = ModelValue(model, report.calibration.For(model.chip));
-    row.predicted[kLeaveOneOut] = ModelValue(model, without.For(model.chip));
+    row.predicted[kLeaveOneOut] = std::numeric_limits<double>::quiet_NaN();
+    if (options.leave_one_out) {
+      // Refit this row's chip without it (other chips share no factor).
+      std::vector<CalibrationRow> others;
+      for (size_t u = 0; u < training.size(); ++u) {
+        if (u != t && training[u].model->chip == model.chip) others.push_back(training[u]);
+      }
+      const Calibration without = FitCalibration(others);
+      row.predicted[kLeaveOneOut] = ModelValue(model, without.For(model.chip));
+    }
     for (int c = 0; c < kNumAccuracyColumns; ++c) {
       row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
     }
@@ -141,6 +146,7 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file) {
                               (scope == "kernel" && absl::StartsWith(row.category, "kernel_")) ||
                               row.category == scope;
         if (!in_scope) continue;
+        if (c == kLeaveOneOut && !options.leave_one_out) continue;
         ids.push_back(row.id);
         errors.push_back(row.error_pct[c]);
       }

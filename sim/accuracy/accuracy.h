@@ -10,7 +10,10 @@
 //                  (sourced fixed costs such as a GPU's 1 us kernel launch stay);
 //   calibrated     with the factors fitted on every row of the file (calibration.h): in sample;
 //   leave-one-out  with the factors fitted on every row but this one: out of sample, so a
-//                  factor that only memorises its row shows here.
+//                  factor that only memorises its row shows here. The whole fit is repeated
+//                  without the row, including its choice of overheads (calibration.h).
+// A row timed around a host API (scenario.h) carries the API overhead in the calibrated and
+// leave-one-out columns, a term of those rows that is not written into any hardware file.
 // A row perfsim cannot simulate stays in the report with its skipped_reason and no
 // predictions; it is never dropped.
 //
@@ -75,9 +78,16 @@ struct AccuracyReport {
   int64_t skipped = 0;
 };
 
+struct AccuracyOptions {
+  // false: no leave-one-out fits (`perfsim calibrate` needs only the fit on every row); the
+  // leave-one-out predictions and errors are then NaN and its summaries have count 0.
+  bool leave_one_out = true;
+};
+
 // Maps, simulates and fits. InvalidArgument "file:line:col: ..." for a malformed cell where a
 // number must be (scenario.h); rows perfsim cannot simulate are reported, not errors.
-absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file);
+absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
+                                           const AccuracyOptions& options = {});
 
 // Summary of signed errors (the ids name the rows); count 0 when empty.
 ErrorSummary SummarizeErrors(std::string scope, absl::Span<const std::string> ids,

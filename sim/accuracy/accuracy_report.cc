@@ -36,12 +36,34 @@ const ErrorSummary* FindScope(const std::vector<ErrorSummary>& summaries,
 
 void PrintFittedFactors(const Calibration& calibration, std::ostream& out) {
   for (const auto& [chip, fitted] : calibration.chips) {
-    for (const auto& [kind, ids] : fitted.fitted_on) {
-      const double value = fitted.factors.Get(kind);
-      out << fmt::format(
-          "  {:<9} {:<42} {:>9}  {}\n", chip, std::string(FactorFieldName(kind)),
-          IsFraction(kind) ? Number(value) : absl::StrCat(Number(value * 1e6), " us"),
-          absl::StrJoin(ids, " "));
+    for (int k = 0; k < kNumFactorKinds; ++k) {
+      const FactorKind kind = static_cast<FactorKind>(k);
+      auto ids = fitted.fitted_on.find(kind);
+      auto choice = fitted.overhead_selection.find(kind);
+      const bool tested = choice != fitted.overhead_selection.end();
+      if (ids == fitted.fitted_on.end() && !tested) continue;
+      // The API overhead is a term of the API-timed rows, not of the chip (row_model.h).
+      const std::string name = IsChipProperty(kind)
+                                   ? std::string(FactorFieldName(kind))
+                                   : absl::StrCat(FactorFieldName(kind), " (not written)");
+      if (ids != fitted.fitted_on.end()) {
+        const double value = fitted.factors.Get(kind);
+        out << fmt::format(
+            "  {:<9} {:<42} {:>9}  {}\n", chip, name,
+            IsFraction(kind) ? Number(value) : absl::StrCat(Number(value * 1e6), " us"),
+            absl::StrJoin(ids->second, " "));
+      } else {
+        out << fmt::format("  {:<9} {:<42} {:>9}  {}\n", chip, name, "not kept",
+                           absl::StrJoin(choice->second.rows, " "));
+      }
+      // An overhead's out-of-sample test (calibration.h).
+      if (tested) {
+        out << fmt::format(
+            "  {:<9} leave-one-out rms log error of those rows: {:.1f}% with it, {:.1f}% "
+            "without\n",
+            "", 100 * choice->second.loo_rms_log_error_with,
+            100 * choice->second.loo_rms_log_error_without);
+      }
     }
   }
 }
@@ -87,7 +109,9 @@ void PrintAccuracyTable(const AccuracyReport& report, std::ostream& out) {
     out << fmt::format("{:<20} {:>3}  {:<24} {:<24} {:<24}\n", s.scope, s.count, cells[0], cells[1],
                        cells[2]);
   }
-  out << "\nfactors fitted on all rows ('perfsim calibrate' writes them):\n";
+  out << "\nfactors fitted on all rows ('perfsim calibrate' writes them, except a term marked "
+         "not written:\na row-class term such as the host-API cost of API-timed rows, not a "
+         "property of the chip):\n";
   PrintFittedFactors(report.calibration, out);
 }
 
@@ -135,11 +159,30 @@ void PrintAccuracyJson(const AccuracyReport& report, std::ostream& out) {
   out << "\n  },\n  \"factors\": [";
   bool first = true;
   for (const auto& [chip, fitted] : report.calibration.chips) {
-    for (const auto& [kind, ids] : fitted.fitted_on) {
+    for (int k = 0; k < kNumFactorKinds; ++k) {
+      const FactorKind kind = static_cast<FactorKind>(k);
+      auto ids = fitted.fitted_on.find(kind);
+      auto choice = fitted.overhead_selection.find(kind);
+      const bool tested = choice != fitted.overhead_selection.end();
+      if (ids == fitted.fitted_on.end() && !tested) continue;
+      const std::string selection =
+          tested ? fmt::format(
+                       ", \"kept\": {}, \"loo_rms_log_error_with\": {}, "
+                       "\"loo_rms_log_error_without\": {}, \"tested_on\": {}",
+                       choice->second.kept ? "true" : "false",
+                       FormatDouble(choice->second.loo_rms_log_error_with),
+                       FormatDouble(choice->second.loo_rms_log_error_without),
+                       JsonStringList(choice->second.rows))
+                 : std::string();
       out << (first ? "\n" : ",\n")
-          << fmt::format("    {{\"chip\": {}, \"factor\": {}, \"value\": {}, \"fitted_on\": {}}}",
-                         JsonString(chip), JsonString(FactorFieldName(kind)),
-                         FormatDouble(fitted.factors.Get(kind)), JsonStringList(ids));
+          << fmt::format(
+                 "    {{\"chip\": {}, \"factor\": {}, \"value\": {}, \"chip_property\": {}, "
+                 "\"fitted_on\": {}{}}}",
+                 JsonString(chip), JsonString(FactorFieldName(kind)),
+                 FormatDouble(fitted.factors.Get(kind)), IsChipProperty(kind) ? "true" : "false",
+                 JsonStringList(ids == fitted.fitted_on.end() ? std::vector<std::string>()
+                                                              : ids->second),
+                 selection);
       first = false;
     }
   }

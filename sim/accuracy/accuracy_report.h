@@ -4,7 +4,13 @@
 //   {"file": "calibration.csv", "rows": [ROW...], "skipped": 0,
 //    "summary": {"physics": [SUMMARY...], "calibrated": [...], "leave_one_out": [...]},
 //    "factors": [{"chip": "gpu_h800", "factor": "matmul_fraction_of_peak", "value": 0.6,
-//                 "fitted_on": ["M001", ...]}, ...]}
+//                 "chip_property": true, "fitted_on": ["M001", ...]}, ...]}
+//   An overhead that the rows could fit was tested out of sample (calibration.h) and has
+//   "kept", "loo_rms_log_error_with", "loo_rms_log_error_without" and "tested_on" (row ids);
+//   one not kept has "value": 0 and "fitted_on": [].
+//   chip_property is false for a row-class term that `perfsim calibrate` does not write into
+//   the hardware file ("api_overhead_seconds": the host-API cost of API-timed rows,
+//   sim/accuracy/row_model.h).
 //   ROW: {"id", "category", "chip", "unit", "measured", "measured_text", "measured_flagged",
 //         "predicted", "error_pct",                  (calibrated in sample, see accuracy.h)
 //         "physics_predicted", "physics_error_pct", "loo_predicted", "loo_error_pct",
@@ -25,7 +31,10 @@ namespace perfsim {
 void PrintAccuracyTable(const AccuracyReport& report, std::ostream& out);
 void PrintAccuracyJson(const AccuracyReport& report, std::ostream& out);
 
-// One line per fitted factor: "gpu_h800  matmul_fraction_of_peak  0.6031  M001 M002 M003 M004".
+// One line per fitted factor: "gpu_h800  matmul_fraction_of_peak  0.6031  M001 M002 M003 M004";
+// a factor that is not a chip property is named "api_overhead_seconds (not written)"; an
+// overhead tested out of sample says "not kept" when dropped and has a second line with its
+// leave-one-out errors.
 void PrintFittedFactors(const Calibration& calibration, std::ostream& out);
 
 }  // namespace perfsim

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -24,7 +25,14 @@ constexpr int kMaxRounds = 2000;
 constexpr FactorKind kAllFactors[] = {FactorKind::kMatmul,       FactorKind::kHbm,
                                       FactorKind::kRing,         FactorKind::kBidirectionalRing,
                                       FactorKind::kDirect,       FactorKind::kHierarchical,
-                                      FactorKind::kGemmOverhead, FactorKind::kCommOverhead};
+                                      FactorKind::kGemmOverhead, FactorKind::kCommOverhead,
+                                      FactorKind::kApiOverhead};
+
+// How many times a row pays overhead `kind`: per group or per collective for the op class's
+// overhead, once per API call for the API overhead.
+double OverheadCount(const RowModel& model, FactorKind kind) {
+  return kind == FactorKind::kApiOverhead ? model.api_calls : model.invocations;
+}
 
 // The variable the search moves: ln(fraction), or the overhead in seconds.
 double FromVariable(FactorKind kind, double x) { return IsFraction(kind) ? std::exp(x) : x; }
@@ -36,7 +44,7 @@ std::vector<double> SecondsPerInvocation(const std::vector<const CalibrationRow*
   std::vector<double> seconds;
   for (const CalibrationRow* row : rows) {
     if (!ModelInforms(*row->model, kind)) continue;
-    seconds.push_back(ModelSeconds(*row->model, ChipFactors()) / row->model->invocations);
+    seconds.push_back(ModelSeconds(*row->model, ChipFactors()) / OverheadCount(*row->model, kind));
   }
   std::sort(seconds.begin(), seconds.end());
   return seconds;
@@ -115,11 +123,14 @@ double SearchFactor(const ChipObjective& objective, ChipFactors factors, FactorK
   return FromVariable(kind, best_x);
 }
 
-ChipCalibration FitChip(const std::string& chip, const std::vector<const CalibrationRow*>& rows) {
+// Fits the factors the rows inform but those in `excluded` (they keep the datasheet value).
+ChipCalibration FitFactors(const std::string& chip, const std::vector<const CalibrationRow*>& rows,
+                           const std::set<FactorKind>& excluded) {
   ChipCalibration out;
   out.chip = chip;
   std::vector<FactorKind> fitted;
   for (FactorKind kind : kAllFactors) {
+    if (excluded.count(kind) > 0) continue;
     std::vector<std::string> ids;
     for (const CalibrationRow* row : rows) {
       if (ModelInforms(*row->model, kind)) ids.push_back(row->id);
@@ -155,7 +166,54 @@ ChipCalibration FitChip(const std::string& chip, const std::vector<const Calibra
   return out;
 }
 
+// Root mean square, over the rows whose ids are in `judged`, of the log error of each row
+// predicted by a fit on all the other rows (FitFactors with `excluded`).
+double LeaveOneOutError(const std::string& chip, const std::vector<const CalibrationRow*>& rows,
+                        const std::vector<std::string>& judged,
+                        const std::set<FactorKind>& excluded) {
+  double sum = 0;
+  double count = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (std::find(judged.begin(), judged.end(), rows[i]->id) == judged.end()) continue;
+    std::vector<const CalibrationRow*> others;
+    for (size_t j = 0; j < rows.size(); ++j) {
+      if (j != i) others.push_back(rows[j]);
+    }
+    const ChipFactors f = FitFactors(chip, others, excluded).factors;
+    const double error = std::log(ModelValue(*rows[i]->model, f) / rows[i]->measured);
+    sum += error * error;
+    count += 1;
+  }
+  return count > 0 ? std::sqrt(sum / count) : 0.0;
+}
+
+ChipCalibration FitChip(const std::string& chip, const std::vector<const CalibrationRow*>& rows,
+                        const FitOptions& options) {
+  std::set<FactorKind> excluded(options.excluded.begin(), options.excluded.end());
+  const ChipCalibration all = FitFactors(chip, rows, excluded);
+  if (!options.select_overheads) return all;
+  // Each overhead the rows could fit must earn its place out of sample (calibration.h).
+  std::map<FactorKind, OverheadSelection> selection;
+  for (FactorKind kind : kAllFactors) {
+    if (IsFraction(kind) || all.fitted_on.count(kind) == 0) continue;
+    std::set<FactorKind> without = excluded;
+    without.insert(kind);
+    OverheadSelection& choice = selection[kind];
+    choice.rows = all.fitted_on.at(kind);
+    choice.loo_rms_log_error_with = LeaveOneOutError(chip, rows, choice.rows, excluded);
+    choice.loo_rms_log_error_without = LeaveOneOutError(chip, rows, choice.rows, without);
+    choice.kept = !(choice.loo_rms_log_error_without < choice.loo_rms_log_error_with);
+    if (!choice.kept) excluded = std::move(without);
+  }
+  ChipCalibration out =
+      excluded.size() == options.excluded.size() ? all : FitFactors(chip, rows, excluded);
+  out.overhead_selection = std::move(selection);
+  return out;
+}
+
 std::string Value(double v) { return fmt::format("{:.4g}", v); }
+// A log error as a percentage for people: 0.0123 -> "1.2%".
+std::string Percent(double v) { return fmt::format("{:.1f}%", v * 100); }
 
 // The value `e` holds for `kind`; an unset field reads as its datasheet value (ChipFactors()).
 double PreviousValue(const EfficiencySpec& e, FactorKind kind) {
@@ -185,6 +243,8 @@ double PreviousValue(const EfficiencySpec& e, FactorKind kind) {
                  : datasheet;
     case FactorKind::kCommOverhead:
       return e.has_collective_overhead_seconds() ? e.collective_overhead_seconds() : datasheet;
+    case FactorKind::kApiOverhead:
+      return datasheet;  // not a field: never written
   }
   return datasheet;
 }
@@ -199,11 +259,11 @@ ChipFactors Calibration::For(absl::string_view chip) const {
   return it == chips.end() ? ChipFactors() : it->second.factors;
 }
 
-Calibration FitCalibration(absl::Span<const CalibrationRow> rows) {
+Calibration FitCalibration(absl::Span<const CalibrationRow> rows, const FitOptions& options) {
   std::map<std::string, std::vector<const CalibrationRow*>> by_chip;
   for (const CalibrationRow& row : rows) by_chip[row.model->chip].push_back(&row);
   Calibration out;
-  for (const auto& [chip, chip_rows] : by_chip) out.chips[chip] = FitChip(chip, chip_rows);
+  for (const auto& [chip, chip_rows] : by_chip) out.chips[chip] = FitChip(chip, chip_rows, options);
   return out;
 }
 
@@ -219,6 +279,7 @@ std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec&
       "  # informs keeps its value.\n");
   std::vector<std::string> all_ids;
   for (FactorKind kind : kAllFactors) {
+    if (!IsChipProperty(kind)) continue;
     auto it = fitted.fitted_on.find(kind);
     const bool was_fitted = it != fitted.fitted_on.end();
     if (was_fitted) {
@@ -226,14 +287,38 @@ std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec&
         if (std::find(all_ids.begin(), all_ids.end(), id) == all_ids.end()) all_ids.push_back(id);
       }
     }
-    const double value = was_fitted ? fitted.factors.Get(kind) : PreviousValue(previous, kind);
+    // A dropped overhead is none: its rows are predicted better without it.
+    auto selected = fitted.overhead_selection.find(kind);
+    const bool dropped = selected != fitted.overhead_selection.end() && !selected->second.kept;
+    const double value = was_fitted ? fitted.factors.Get(kind)
+                         : dropped  ? ChipFactors().Get(kind)
+                                    : PreviousValue(previous, kind);
     // Overheads are written in seconds; the comment says it in microseconds.
     const std::string micros =
         IsFraction(kind) ? "" : absl::StrCat(" ", Value(value * 1e6), " us;");
-    absl::StrAppend(&block, "  ", FactorFieldName(kind), ": ", Value(value), "  #", micros,
-                    was_fitted ? absl::StrCat(" fitted on ", RowList(it->second))
-                               : std::string(" no row informs it: unchanged"),
+    std::string why;
+    if (was_fitted) {
+      why = absl::StrCat(" fitted on ", RowList(it->second));
+    } else if (dropped) {
+      why = absl::StrCat(" not kept: ", RowList(selected->second.rows),
+                         " predict each other better without it (leave-one-out rms log error ",
+                         Percent(selected->second.loo_rms_log_error_without), " without, ",
+                         Percent(selected->second.loo_rms_log_error_with), " with)");
+    } else {
+      why = " no row informs it: unchanged";
+    }
+    absl::StrAppend(&block, "  ", FactorFieldName(kind), ": ", Value(value), "  #", micros, why,
                     "\n");
+  }
+  auto api = fitted.fitted_on.find(FactorKind::kApiOverhead);
+  if (api != fitted.fitted_on.end()) {
+    // The row-class term is fitted with the others but is no property of the chip.
+    absl::StrAppend(&block,
+                    "  # Not written: ", Value(fitted.factors.Get(FactorKind::kApiOverhead) * 1e6),
+                    " us per call of host-API timing, fitted on ", RowList(api->second),
+                    "\n  # (timed around a library's host API call; a row-class term of the "
+                    "accuracy model,\n  # not a property of this chip: "
+                    "sim/accuracy/row_model.h).\n");
   }
   std::sort(all_ids.begin(), all_ids.end());
   absl::StrAppend(&block, "  fitted_on: \"perfsim calibrate ", source, ": ", all_ids.size(),

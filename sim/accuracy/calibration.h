@@ -26,6 +26,21 @@
 // fast like a factor of 2 too slow, whatever the row's unit; the small prior keeps a factor that
 // few rows inform from wandering (a leave-one-out fit may leave a factor with no row: it then
 // stays at the datasheet value). Fractions lie in [0.01, 1], overheads in [0, 1 ms].
+// An overhead the rows could fit is then kept only if its rows demand it out of sample: in
+// FactorKind order, each is dropped when the leave-one-out error of the rows it is fitted on
+// (the root mean square of their log errors, each row predicted by a fit on all the chip's
+// other rows, with the overheads still in) is strictly lower without it. An overhead that no
+// leave-one-out fit can fit (two rows: one row spans no length) ties and is kept. A dropped
+// overhead is 0 (`perfsim calibrate` writes 0 and says why). Example: the DeepGEMM rows
+// (M001-M004) fit a per-group overhead of a few us, but predict each other better without it.
+// The fits inside this test do not select again; the leave-one-out column of `perfsim
+// accuracy` repeats the whole procedure, selection included, without the row it predicts.
+//
+// The API overhead (row_model.h: a fixed cost per call of rows timed around a library's host
+// API) is fitted like the other overheads, on the API-timed rows, with the same spread rule
+// and prior; those rows do not inform their op class's chip overhead. It is reported (the
+// accuracy table, `perfsim calibrate`'s output) but EfficiencyBlock writes it only as a
+// comment: it is not a property of the chip, and `perfsim predict` never charges it.
 // Minimisation: coordinate descent, a golden-section search per factor (fractions on a log
 // scale), rounds until the objective stops improving (at most 2000). Deterministic: same rows,
 // same bits.
@@ -50,11 +65,24 @@ struct CalibrationRow {
   double measured = 0;  // in model->unit
 };
 
+// The out-of-sample test of one overhead (the file comment): the root-mean-square log error of
+// the rows it is fitted on, each predicted by a fit on the chip's other rows, with and without
+// the overhead.
+struct OverheadSelection {
+  std::vector<std::string> rows;  // the rows that could fit it
+  bool kept = true;
+  double loo_rms_log_error_with = 0;
+  double loo_rms_log_error_without = 0;
+};
+
 struct ChipCalibration {
   std::string chip;
   ChipFactors factors;
-  // Per factor kind: the ids of the rows that inform it; empty when it was not fitted.
+  // Per factor kind: the ids of the rows that inform it; empty when it was not fitted (a
+  // dropped overhead included).
   std::map<FactorKind, std::vector<std::string>> fitted_on;
+  // Per overhead the rows could fit (they inform it and span its spread): whether it was kept.
+  std::map<FactorKind, OverheadSelection> overhead_selection;
   // Per fitted overhead: the prior's scale, seconds (see the file comment).
   std::map<FactorKind, double> prior_scale_seconds;
   double objective = 0;  // at the optimum
@@ -66,11 +94,20 @@ struct Calibration {
   ChipFactors For(absl::string_view chip) const;
 };
 
-Calibration FitCalibration(absl::Span<const CalibrationRow> rows);
+struct FitOptions {
+  // false: fit every overhead the rows can fit, without the out-of-sample test (the file
+  // comment); what the test itself does inside, exposed so that it can be checked.
+  bool select_overheads = true;
+  // Factors not fitted at all: they keep their datasheet value (an overhead 0).
+  std::vector<FactorKind> excluded;
+};
 
-// The `efficiency { ... }` block of a hardware textproto holding `fitted`: every factor, the
-// fitted ones with the rows they were fitted on, the others as in `previous` (the file's
-// current values), and fitted_on naming `source` and the rows.
+Calibration FitCalibration(absl::Span<const CalibrationRow> rows, const FitOptions& options = {});
+
+// The `efficiency { ... }` block of a hardware textproto holding `fitted`: every EfficiencySpec
+// factor, the fitted ones with the rows they were fitted on, the others as in `previous` (the
+// file's current values), a comment with the API overhead when one was fitted (never a field),
+// and fitted_on naming `source` and the rows.
 std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec& previous,
                             absl::string_view source);
 

@@ -44,17 +44,26 @@ absl::StatusOr<RowModel> GemmModel(const GroupedGemmScenario& gemm, const Chip& 
   }
   RowModel model;
   model.max_of_terms = true;
+  // The operands stream under the roofline; on a GPU the output write (epilogue) follows it
+  // (sim/cost/grouped_matmul.h). Both are HBM traffic, so both scale with the HBM fraction.
   model.terms = {{FactorKind::kMatmul, cost.compute_seconds},
-                 {FactorKind::kHbm, cost.memory_seconds}};
+                 {FactorKind::kHbm, cost.operand_seconds}};
+  if (cost.epilogue_seconds > 0) {
+    model.serial_terms.push_back({FactorKind::kHbm, cost.epilogue_seconds});
+  }
   model.fixed_seconds = cost.overhead_seconds;
   model.overhead = FactorKind::kGemmOverhead;
   // CostGroupedMatmul charges the overhead per group of the call, empty groups included.
   model.invocations = static_cast<double>(gemm.spec.num_groups);
   model.work = cost.work.flops;
-  model.detail = absl::StrCat("compute ", Micros(cost.compute_seconds), ", memory ",
-                              Micros(cost.memory_seconds), " (",
-                              fmt::format("{:.4g}", cost.work.bytes_accessed / 1e6), " MB), fixed ",
-                              Micros(cost.overhead_seconds));
+  model.detail = absl::StrCat(
+      "compute ", Micros(cost.compute_seconds), ", memory ", Micros(cost.memory_seconds), " (",
+      fmt::format("{:.4g}", cost.work.bytes_accessed / 1e6), " MB",
+      cost.epilogue_seconds > 0
+          ? absl::StrCat("; operands ", Micros(cost.operand_seconds), " under compute, epilogue ",
+                         Micros(cost.epilogue_seconds), " after it")
+          : std::string(),
+      "), fixed ", Micros(cost.overhead_seconds));
   return model;
 }
 
@@ -221,6 +230,8 @@ absl::string_view FactorFieldName(FactorKind kind) {
       return "grouped_matmul_overhead_seconds_per_group";
     case FactorKind::kCommOverhead:
       return "collective_overhead_seconds";
+    case FactorKind::kApiOverhead:
+      return "api_overhead_seconds";
   }
   return "?";
 }
@@ -243,13 +254,30 @@ absl::string_view FactorShortName(FactorKind kind) {
       return "gmm_overhead";
     case FactorKind::kCommOverhead:
       return "comm_overhead";
+    case FactorKind::kApiOverhead:
+      return "api_overhead";
   }
   return "?";
 }
 
 bool IsFraction(FactorKind kind) {
-  return kind != FactorKind::kGemmOverhead && kind != FactorKind::kCommOverhead;
+  switch (kind) {
+    case FactorKind::kMatmul:
+    case FactorKind::kHbm:
+    case FactorKind::kRing:
+    case FactorKind::kBidirectionalRing:
+    case FactorKind::kDirect:
+    case FactorKind::kHierarchical:
+      return true;
+    case FactorKind::kGemmOverhead:
+    case FactorKind::kCommOverhead:
+    case FactorKind::kApiOverhead:
+      return false;
+  }
+  return false;
 }
+
+bool IsChipProperty(FactorKind kind) { return kind != FactorKind::kApiOverhead; }
 
 absl::StatusOr<Chip> ChipWithFactors(absl::string_view name, const ChipFactors& factors) {
   PERFSIM_ASSIGN_OR_RETURN(Chip chip, LoadBuiltinChip(name));
@@ -282,6 +310,15 @@ absl::StatusOr<RowModel> BuildRowModel(const Scenario& scenario) {
   model->chip = scenario.chip;
   model->metric = scenario.metric;
   model->unit = scenario.unit;
+  switch (scenario.timing) {
+    case TimingMethod::kDevice:
+      model->api_calls = 0;
+      break;
+    case TimingMethod::kHostApi:
+      model->api_calls = 1;
+      absl::StrAppend(&model->detail, "; + API overhead (host-API timing)");
+      break;
+  }
   if (ModelSeconds(*model, ChipFactors()) <= 0) {
     return absl::FailedPreconditionError("the simulated time is 0: nothing to compare");
   }
@@ -294,7 +331,11 @@ double ModelSeconds(const RowModel& model, const ChipFactors& factors) {
     const double seconds = term.seconds / factors.Get(term.factor);
     combined = model.max_of_terms ? std::max(combined, seconds) : combined + seconds;
   }
-  return model.fixed_seconds + combined + model.invocations * factors.Get(model.overhead);
+  double serial = 0;
+  for (const FactorTerm& term : model.serial_terms)
+    serial += term.seconds / factors.Get(term.factor);
+  return model.fixed_seconds + combined + serial + model.invocations * factors.Get(model.overhead) +
+         model.api_calls * factors.Get(FactorKind::kApiOverhead);
 }
 
 double ModelValue(const RowModel& model, const ChipFactors& factors) {
@@ -318,7 +359,14 @@ double ModelValue(const RowModel& model, const ChipFactors& factors) {
 }
 
 bool ModelInforms(const RowModel& model, FactorKind kind) {
-  if (!IsFraction(kind)) return model.overhead == kind && model.invocations > 0;
+  if (kind == FactorKind::kApiOverhead) return model.api_calls > 0;
+  // An API-timed row's fixed cost per call goes to the API term (row_model.h).
+  if (!IsFraction(kind)) {
+    return model.overhead == kind && model.invocations > 0 && model.api_calls == 0;
+  }
+  for (const FactorTerm& term : model.serial_terms) {
+    if (term.factor == kind && term.seconds > 0) return true;
+  }
   if (!model.max_of_terms) {
     for (const FactorTerm& term : model.terms) {
       if (term.factor == kind && term.seconds > 0) return true;

@@ -9,23 +9,41 @@
 // functions (sim/cost CostGroupedMatmul, sim/comm RouteTraffic and the collective time
 // functions), and keeps the pieces of its time that each factor scales:
 //
-//   seconds = fixed + combine_i(term_i.seconds / factor(term_i)) + invocations * overhead
+//   seconds = fixed + combine_i(term_i.seconds / factor(term_i))
+//             + sum_j(serial_j.seconds / factor(serial_j))
+//             + invocations * overhead + api_calls * api_overhead
 //
 // where combine is max (a roofline: compute vs HBM; pipelined stages of an expert-parallel
-// exchange) or sum (staged collective phases), fixed is what no factor scales (the chip's
-// sourced kernel launch cost, hop latencies) and overhead is a fitted fixed cost per call of
-// the row's op class (grouped-matmul kernel, or communication op). That is exactly how sim/cost
-// and sim/comm apply the fractions of the chip's EfficiencySpec (a fraction divides the rate it
+// exchange) or sum (staged collective phases), serial terms are phases that overlap nothing
+// (a GPU grouped matmul's epilogue write), fixed is what no factor scales (the chip's sourced
+// kernel launch cost, hop latencies) and overhead is a fitted fixed cost per call of the row's
+// op class (grouped-matmul kernel, or communication op). That is exactly how sim/cost and
+// sim/comm apply the fractions of the chip's EfficiencySpec (a fraction divides the rate it
 // derates), so fitting needs no re-simulation; tests/accuracy checks it against a
-// re-simulation with the factors set in the chip. Every factor is a field of the chip's
+// re-simulation with the factors set in the chip. These factors are fields of the chip's
 // EfficiencySpec (proto/hardware.proto) that `perfsim predict` and `perfsim cost` apply the same
 // way: the HBM fraction divides every kernel's memory time, the grouped-matmul overhead is
 // charged per group of a call (sim/cost/grouped_matmul.cc) and the collective overhead per
 // collective (sim/comm/topology.cc), both on top of compute.kernel_overhead_seconds.
 //
+// One term is NOT a chip property: api_overhead, a fixed cost per call of the rows timed
+// around a library's host API (scenario.h TimingMethod::kHostApi, e.g. HybridEP's "Torch API
+// timing"). It is the host side of that library and timing (dispatch, allocation,
+// synchronisation), which a device never pays for a collective inside a compiled step, so it
+// is fitted and reported as a term of the row class (`perfsim accuracy` lists it) but never
+// written into a hardware file and never charged by `perfsim predict`. Such a row carries
+// api_calls = 1 and does not inform its op class's chip overhead: its one fixed cost per call
+// cannot be split between the host and the device, so the chip overhead is left to
+// device-timed rows (and keeps its value when there are none). A device-timed row has
+// api_calls = 0 and ignores the term.
+//
 // Per scenario (scenario.h):
-//   grouped GEMM   max(compute / matmul, memory / hbm) + kernel overhead
-//                  + groups * grouped-matmul overhead (per group, empty groups included)
+//   grouped GEMM   TPU: max(compute / matmul, memory / hbm) + fixed
+//                  GPU: max(compute / matmul, operand streaming / hbm) + epilogue write / hbm
+//                       + fixed (the output write after the main loop is not overlapped:
+//                       sim/cost/grouped_matmul.h)
+//                  fixed = kernel overhead (+ grid steps on a TPU); + groups * grouped-matmul
+//                  overhead (per group, empty groups included)
 //   EP, one node   routed all-to-all of the expected traffic: transfer / direct + latency
 //                  + collective overhead
 //   EP, N nodes    max(IB stage / hierarchical, NVLink stage / direct) + both latencies
@@ -57,28 +75,33 @@ enum class FactorKind {
   kHierarchical,       // efficiency.collective_hierarchical_fraction_of_peak
   kGemmOverhead,       // efficiency.grouped_matmul_overhead_seconds_per_group
   kCommOverhead,       // efficiency.collective_overhead_seconds (collective, dispatch, combine)
+  kApiOverhead,        // no field: the host-API cost per call of API-timed rows (file comment)
 };
-inline constexpr int kNumFactorKinds = 8;
+inline constexpr int kNumFactorKinds = 9;
 
 // The EfficiencySpec field: "matmul_fraction_of_peak", "hbm_fraction_of_peak", ...,
-// "grouped_matmul_overhead_seconds_per_group", "collective_overhead_seconds".
+// "grouped_matmul_overhead_seconds_per_group", "collective_overhead_seconds"; for kApiOverhead,
+// which is no field, "api_overhead_seconds".
 absl::string_view FactorFieldName(FactorKind kind);
 // Short name for tables: "matmul", "hbm", "ring", "bidir_ring", "direct", "hierarchical",
-// "gmm_overhead", "comm_overhead".
+// "gmm_overhead", "comm_overhead", "api_overhead".
 absl::string_view FactorShortName(FactorKind kind);
 // A fraction of peak (true) or seconds (false: the overheads).
 bool IsFraction(FactorKind kind);
+// Whether the factor is a field of the chip's EfficiencySpec, which `perfsim calibrate` writes
+// and `perfsim predict` applies (every factor but kApiOverhead).
+bool IsChipProperty(FactorKind kind);
 
 // One chip's factors. Default: datasheet physics (fractions 1, overheads 0).
 struct ChipFactors {
-  std::array<double, kNumFactorKinds> values = {1, 1, 1, 1, 1, 1, 0, 0};
+  std::array<double, kNumFactorKinds> values = {1, 1, 1, 1, 1, 1, 0, 0, 0};
   double Get(FactorKind kind) const { return values[static_cast<int>(kind)]; }
   void Set(FactorKind kind, double value) { values[static_cast<int>(kind)] = value; }
 };
 
-// The built-in chip `name` with every field of its EfficiencySpec set from `factors`: with
-// ChipFactors() it is the datasheet chip (fractions 1, overheads 0) whatever the shipped
-// hardware file was calibrated to.
+// The built-in chip `name` with every field of its EfficiencySpec set from `factors` (the chip
+// properties; kApiOverhead is none): with ChipFactors() it is the datasheet chip (fractions 1,
+// overheads 0) whatever the shipped hardware file was calibrated to.
 absl::StatusOr<Chip> ChipWithFactors(absl::string_view name, const ChipFactors& factors);
 
 struct FactorTerm {
@@ -90,10 +113,15 @@ struct RowModel {
   std::string chip;
   bool max_of_terms = true;  // false: the terms add up
   std::vector<FactorTerm> terms;
+  // Phases after the terms that overlap nothing; they add up (a GPU grouped matmul's epilogue).
+  std::vector<FactorTerm> serial_terms;
   double fixed_seconds = 0;
   FactorKind overhead = FactorKind::kCommOverhead;  // the op class's overhead factor
   // Multiplies it: the groups of a grouped matmul, 1 per collective, 0 on a plateau row.
   double invocations = 0;
+  // Multiplies the api_overhead term: 1 when the row was timed around a host API call
+  // (TimingMethod::kHostApi), else 0.
+  double api_calls = 0;
   ScenarioMetric metric = ScenarioMetric::kTime;
   MeasurementUnit unit = MeasurementUnit::kMicroseconds;
   // kThroughput: useful flops; bandwidths: the bytes the metric counts (scenario.h).
@@ -109,9 +137,10 @@ double ModelSeconds(const RowModel& model, const ChipFactors& factors);
 // The predicted quantity in model.unit (time, TFLOP/s or GB/s).
 double ModelValue(const RowModel& model, const ChipFactors& factors);
 // Whether the row informs factor `kind`, i.e. bounds the row at datasheet physics: the
-// largest term of a max (the roofline's bound, the slower stage) or any term of a sum, and the
-// row's own overhead. A factor that only scales a term the row is never bound by is not fitted
-// on it: with few rows such a factor can otherwise take any value a max() hides.
+// largest term of a max (the roofline's bound, the slower stage), any term of a sum, any
+// serial term, the row's own op-class overhead unless the row is API-timed, and api_overhead
+// when it is. A factor that only scales a term the row is never bound by is not fitted on it:
+// with few rows such a factor can otherwise take any value a max() hides.
 bool ModelInforms(const RowModel& model, FactorKind kind);
 
 }  // namespace perfsim

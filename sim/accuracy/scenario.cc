@@ -52,6 +52,31 @@ absl::string_view CollectiveKindName(CollectiveKind kind) {
   return "?";
 }
 
+absl::string_view TimingMethodName(TimingMethod timing) {
+  switch (timing) {
+    case TimingMethod::kDevice:
+      return "device";
+    case TimingMethod::kHostApi:
+      return "host API";
+  }
+  return "?";
+}
+
+TimingMethod RowTimingMethod(const Measurement& row) {
+  // The cells that say how a number was measured: the kernel/library cell ("HybridEP, 8 SMs,
+  // Torch API timing") and the metric ("device time (xprof, avg over 50)"). Not the notes: a
+  // note may quote other figures of the same source ("kernel-only: 62.00/76.80/68.00").
+  static constexpr absl::string_view kHostTiming[] = {"api timing", "api time", "host timing",
+                                                      "wall-clock", "wall clock"};
+  for (absl::string_view column : {"backend_kernel", "metric"}) {
+    const std::string& text = row.Field(column).text;
+    for (absl::string_view phrase : kHostTiming) {
+      if (ContainsNoCase(text, phrase)) return TimingMethod::kHostApi;
+    }
+  }
+  return TimingMethod::kDevice;
+}
+
 absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
   if (!row.unit.has_value()) {
     return SkippedRow(absl::StrCat("unit '", CellText(row, "unit"),
@@ -67,6 +92,7 @@ absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
 
   Scenario scenario;
   scenario.chip = *chip_name;
+  scenario.timing = RowTimingMethod(row);
   scenario.unit = *row.unit;
   switch (*row.unit) {
     case MeasurementUnit::kMicroseconds:
@@ -88,12 +114,24 @@ absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
           ") is not mapped yet: perfsim accuracy simulates single kernels and collectives"));
   }
 
-  if (row.category == "kernel_grouped_gemm") return MapGroupedGemmRow(row, chip, scenario);
-  if (row.category == "kernel_ep_comm") return MapEpCommRow(row, chip, scenario);
-  if (row.category == "collective") return MapCollectiveRow(row, chip, scenario);
-  return SkippedRow(absl::StrCat("category '", row.category,
-                                 "' is not simulated (kernel_grouped_gemm, kernel_ep_comm and "
-                                 "collective are)"));
+  absl::StatusOr<MappedRow> mapped;
+  if (row.category == "kernel_grouped_gemm") {
+    mapped = MapGroupedGemmRow(row, chip, scenario);
+  } else if (row.category == "kernel_ep_comm") {
+    mapped = MapEpCommRow(row, chip, scenario);
+  } else if (row.category == "collective") {
+    mapped = MapCollectiveRow(row, chip, scenario);
+  } else {
+    return SkippedRow(absl::StrCat("category '", row.category,
+                                   "' is not simulated (kernel_grouped_gemm, kernel_ep_comm and "
+                                   "collective are)"));
+  }
+  if (mapped.ok() && mapped->scenario.has_value() &&
+      mapped->scenario->timing == TimingMethod::kHostApi) {
+    absl::StrAppend(&mapped->scenario->description,
+                    "; timed around the host API (a per-call API cost on top)");
+  }
+  return mapped;
 }
 
 }  // namespace perfsim

@@ -46,6 +46,13 @@
 //       message end of an nccl-tests sweep: the plateau, where no per-call overhead shows).
 //       Metric: a time; "busBw" (algorithm bytes·(n−1)/n per second, 2(n−1)/n for all-reduce);
 //       or "IB bandwidth per NIC" (bytes on one NIC per second).
+// Timing method (every category): how the row's time was taken, from what its backend_kernel
+// and metric cells say. "API timing", "API time", "host timing" or "wall-clock" (any case)
+// make it kHostApi: the time was taken around a library's host API call (e.g. HybridEP's
+// "Torch API timing"), so it includes a per-call host cost (Python/C++ dispatch, allocation,
+// synchronisation) that the device never sees; row_model.h gives such rows their own fixed
+// term. Anything else (a kernel or device time, "device time (xprof)", nothing said) is
+// kDevice. The rule is about what the row states, never about which library it is.
 // Anything else — another category, a chip that is not built in, a unit that does not fit the
 // metric, a missing shape — is a skipped row with its reason. A cell that is present but
 // malformed where a number must be (e.g. "N=4O96") is an InvalidArgument "file:line:col: ...".
@@ -108,8 +115,19 @@ struct CollectiveScenario {
   bool plateau = false;
 };
 
+enum class TimingMethod {
+  kDevice,   // kernel / device time: what perfsim predicts
+  kHostApi,  // around a host API call: a per-call host cost on top (the file comment)
+};
+
+// "device", "host API".
+absl::string_view TimingMethodName(TimingMethod timing);
+// The timing method the row's backend_kernel and metric cells state (the file comment).
+TimingMethod RowTimingMethod(const Measurement& row);
+
 struct Scenario {
   std::string chip;  // built-in chip name
+  TimingMethod timing = TimingMethod::kDevice;
   std::variant<GroupedGemmScenario, EpCommScenario, CollectiveScenario> what;
   ScenarioMetric metric = ScenarioMetric::kTime;
   MeasurementUnit unit = MeasurementUnit::kMicroseconds;

@@ -84,7 +84,8 @@ absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& sp
       return Invalid(absl::StrCat("group sizes summing to at most m = ", spec.m),
                      absl::StrCat(total, " (", absl::StrJoin(sizes, ","), ")"));
     }
-    const std::vector<int64_t> tiles = VisitedTiles(spec, tm, w.tiles_m, &w.rows, &w.groups_visited);
+    const std::vector<int64_t> tiles =
+        VisitedTiles(spec, tm, w.tiles_m, &w.rows, &w.groups_visited);
     w.visited_m_tiles = static_cast<int64_t>(tiles.size());
     for (size_t i = 0; i < tiles.size(); ++i) {
       if (i == 0 || tiles[i] != tiles[i - 1]) ++w.distinct_m_tiles;
@@ -120,8 +121,8 @@ absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& sp
     case GroupedMatmulKind::kGmm:
       w.lhs_bytes = static_cast<double>(w.tiles_n) * (w.tiles_k == 1 ? distinct : visited) *
                     m_rows * k * lhs_size;
-      w.rhs_bytes = (w.tiles_k == 1 ? static_cast<double>(w.groups_visited) : visited) * k * n *
-                    rhs_size;
+      w.rhs_bytes =
+          (w.tiles_k == 1 ? static_cast<double>(w.groups_visited) : visited) * k * n * rhs_size;
       w.out_bytes = distinct * m_rows * n * out_size;
       break;
     case GroupedMatmulKind::kTgmm:
@@ -131,7 +132,8 @@ absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& sp
       break;
     case GroupedMatmulKind::kFusedFfn:
       w.lhs_bytes = visited * m_rows * k * lhs_size;
-      w.rhs_bytes = 3 * (w.tiles_k * w.tiles_n == 1 ? static_cast<double>(w.groups_visited) : visited) *
+      w.rhs_bytes = 3 *
+                    (w.tiles_k * w.tiles_n == 1 ? static_cast<double>(w.groups_visited) : visited) *
                     k * n * rhs_size;
       w.out_bytes = distinct * m_rows * k * out_size;
       break;
@@ -146,7 +148,8 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
   absl::StatusOr<GroupedMatmulWork> work = CountGroupedMatmul(spec);
   if (!work.ok()) return work.status();
   cost.work = *work;
-  const MatmulRate rate = MatmulRateFor(spec.lhs_type, spec.rhs_type, MatmulPrecision::kDefault, chip);
+  const MatmulRate rate =
+      MatmulRateFor(spec.lhs_type, spec.rhs_type, MatmulPrecision::kDefault, chip);
   double compute = 0;
   if (rate.flops_per_second > 0) {
     double executed = cost.work.executed_flops;
@@ -155,7 +158,8 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
       // TensorCores, so an odd count leaves a core idle for one step.
       const int64_t cores = DeviceCores(chip);
       const int64_t tiles_n = cost.work.tiles_n;
-      executed *= static_cast<double>(CeilDiv(tiles_n, cores) * cores) / static_cast<double>(tiles_n);
+      executed *=
+          static_cast<double>(CeilDiv(tiles_n, cores) * cores) / static_cast<double>(tiles_n);
     }
     const MatrixUnitSpec& unit = chip.proto().compute().matrix_unit();
     const double derate = std::min(spec.tm, spec.m) < unit.output_rows_elements()
@@ -169,7 +173,8 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
     // The activation runs on the vector units: the gate products and the transcendentals.
     const ComputeSpec& c = chip.proto().compute();
     const double devices = static_cast<double>(std::max<int64_t>(1, c.devices_per_chip()));
-    const double gate_flops = 2.0 * static_cast<double>(cost.work.rows) * static_cast<double>(spec.n);
+    const double gate_flops =
+        2.0 * static_cast<double>(cost.work.rows) * static_cast<double>(spec.n);
     if (c.vector_f32_flops_per_second() > 0) {
       compute += gate_flops / (c.vector_f32_flops_per_second() / devices);
     } else {
@@ -192,16 +197,43 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
       CeilDiv(cost.work.tiles_n, cores) * cost.work.visited_m_tiles * cost.work.tiles_k;
   const double step_seconds = static_cast<double>(cost.grid_steps_per_core) *
                               chip.proto().compute().grid_step_overhead_seconds();
-  const KernelTime t = CombineRoofline(
-      compute, cost.work.bytes_accessed / hbm,
+  const double overhead =
       chip.proto().compute().kernel_overhead_seconds() +
-          static_cast<double>(spec.num_groups) * e.grouped_matmul_overhead_seconds_per_group() +
-          step_seconds);
-  cost.compute_seconds = t.compute_seconds;
-  cost.memory_seconds = t.memory_seconds;
-  cost.overhead_seconds = t.overhead_seconds;
-  cost.seconds = t.seconds;
-  cost.bound = t.bound;
+      static_cast<double>(spec.num_groups) * e.grouped_matmul_overhead_seconds_per_group() +
+      step_seconds;
+  cost.memory_seconds = cost.work.bytes_accessed / hbm;
+  if (chip.is_tpu()) {
+    // Pallas double-buffers the output block like the operands: its write-back overlaps the
+    // next grid steps, so every byte is under the one roofline.
+    const KernelTime t = CombineRoofline(compute, cost.memory_seconds, overhead);
+    cost.compute_seconds = t.compute_seconds;
+    cost.operand_seconds = t.memory_seconds;
+    cost.overhead_seconds = t.overhead_seconds;
+    cost.seconds = t.seconds;
+    cost.bound = t.bound;
+    return cost;
+  }
+  // GPU: a CTA streams its operands through the main loop (asynchronous loads overlap the
+  // tensor-core MMAs), then runs the epilogue: the accumulator tile converted and stored to
+  // HBM while the SM's tensor cores wait. A kernel that does not pipeline its epilogue with
+  // the next tile's main loop (the model's assumption for every GPU grouped matmul; see the
+  // header) pays the store after the loop, and the CTAs of a wave reach it together, so a
+  // wave costs max(its compute, its operand streaming) + its output write at the HBM rate.
+  // The waves of one call are alike (one tile shape over the same k), so the sum over the
+  // waves is max(compute, operand streaming) + output bytes / HBM rate.
+  cost.compute_seconds = compute;
+  cost.operand_seconds = (cost.work.lhs_bytes + cost.work.rhs_bytes) / hbm;
+  cost.epilogue_seconds = cost.work.out_bytes / hbm;
+  cost.overhead_seconds = overhead;
+  const double roofline = std::max(compute, cost.operand_seconds) + cost.epilogue_seconds;
+  cost.seconds = roofline + overhead;
+  if (cost.seconds <= 0) {
+    cost.bound = Bound::kNone;
+  } else if (overhead > roofline) {
+    cost.bound = Bound::kOverhead;
+  } else {
+    cost.bound = compute >= cost.memory_seconds ? Bound::kCompute : Bound::kMemory;
+  }
   return cost;
 }
 
@@ -217,7 +249,8 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
   }
   // fused_ffn has three weights where the matmuls have one rhs.
   const int64_t sizes_index = target == kFusedFfnTarget ? 4 : 2;
-  if (instruction.operand_count() < sizes_index + 1 || instruction.operand_count() > sizes_index + 2) {
+  if (instruction.operand_count() < sizes_index + 1 ||
+      instruction.operand_count() > sizes_index + 2) {
     return error(target == kFusedFfnTarget
                      ? "operands (x, wi_0, wi_1, wo, group_sizes[, group_offset])"
                      : "operands (lhs, rhs, group_sizes[, group_offset])",
@@ -251,9 +284,9 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
   } else if (target == kFusedFfnTarget) {
     const Shape& wo = instruction.operand(3)->shape();
     if (lhs.rank() != 2 || rhs.rank() != 3 || !wo.IsArray() || wo.rank() != 3) {
-      return error("x [m,D], wi_0 and wi_1 [G,D,F], wo [G,F,D]",
-                   absl::StrCat(lhs.ToString(false), ", ", rhs.ToString(false), ", ",
-                                wo.ToString(false)));
+      return error(
+          "x [m,D], wi_0 and wi_1 [G,D,F], wo [G,F,D]",
+          absl::StrCat(lhs.ToString(false), ", ", rhs.ToString(false), ", ", wo.ToString(false)));
     }
     spec.kind = GroupedMatmulKind::kFusedFfn;
     spec.m = lhs.dimensions(0);
@@ -284,7 +317,8 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
   if (instruction.operand_count() == sizes_index + 2) {
     const Instruction* offset = instruction.operand(sizes_index + 1);
     if (offset->opcode() == Opcode::kConstant && offset->attributes().literal.has_value() &&
-        !offset->attributes().literal->elided() && offset->attributes().literal->element_count() == 1) {
+        !offset->attributes().literal->elided() &&
+        offset->attributes().literal->element_count() == 1) {
       spec.group_offset = offset->attributes().literal->GetAsInt64(0);
     }
   }

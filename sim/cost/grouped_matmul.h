@@ -41,12 +41,32 @@
 //     operand types, the tiles_n steps spread over the TensorCores of a megacore TPU device
 //     (the only "parallel" grid dimension), plus fused_ffn's activation on the vector and
 //     transcendental units; memory = bytes / (HBM bandwidth · efficiency.hbm_fraction_of_peak);
-//     plus the kernel overhead, num_groups ·
-//     efficiency.grouped_matmul_overhead_seconds_per_group, and grid_steps_per_core ·
-//     compute.grid_step_overhead_seconds (a Pallas grid step's fixed cost; TPU only); the
-//     larger of compute and memory bounds it. The per-step cost is what separates tilings
-//     whose roofline is the same: with (tm, 7168, 2048) on a DeepSeek-V3 gmm, tm = 8 runs 16×
-//     the grid steps of tm = 128.
+//     overhead = the kernel overhead + num_groups ·
+//     efficiency.grouped_matmul_overhead_seconds_per_group + grid_steps_per_core ·
+//     compute.grid_step_overhead_seconds (a Pallas grid step's fixed cost; TPU only). The
+//     per-step cost is what separates tilings whose roofline is the same: with
+//     (tm, 7168, 2048) on a DeepSeek-V3 gmm, tm = 8 runs 16× the grid steps of tm = 128.
+//       TPU: seconds = max(compute, memory) + overhead. Pallas double-buffers the output block
+//     like the operands, so its write-back overlaps the following grid steps.
+//       GPU: seconds = max(compute, operand streaming) + epilogue + overhead, where operand
+//     streaming = (lhs + rhs bytes) and epilogue = out bytes, both at the derated HBM rate. A
+//     CTA writes its output tile after its main loop (the epilogue), with its tensor cores
+//     idle; a kernel that does not pipeline the epilogue with the next tile's main loop pays
+//     it on top, once per wave of CTAs, and the waves of a call are alike, so the sum over the
+//     waves is the call's output bytes at the HBM rate. Evidence (shared/reference/
+//     calibration.csv M001-M004, DeepGEMM fp8 grouped GEMMs on H800): the FC2 shapes
+//     (K = 2048, N = 7168) run at 85% of the FC1 shapes' (K = 7168, N = 4096) throughput, which
+//     a roofline cannot express (both are compute bound: 486 vs 178 us and 972 vs 185 us);
+//     with the epilogue after the loop, one matmul and one HBM fraction (0.70 and 0.81,
+//     `perfsim calibrate`) fit all four within 1%, and each one out of sample within 2%.
+//     The bound is compute when compute >= memory (operands + epilogue), else memory, or
+//     overhead when the fixed cost exceeds the rest.
+//     Example (M002): 4 groups of 8192 rows, k = 2048, n = 7168, fp8 in, bf16 out, one 128-row
+//     tile over all of k and n, on H800 (1.979e15 FLOP/s fp8, 3.35e12 B/s):
+//       compute   2·32768·2048·7168 / 1.979e15                      = 486 us
+//       operands  (32768·2048 + 4·2048·7168) B / 3.35e12            = 37.6 us (under compute)
+//       epilogue  32768·7168·2 B / 3.35e12                          = 140 us
+//       seconds   486 + 140 + 1 (launch)                            = 627 us
 #ifndef PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 #define PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 
@@ -93,11 +113,11 @@ struct GroupedMatmulSpec {
 };
 
 struct GroupedMatmulWork {
-  double flops = 0;           // useful: 2·rows·k·n (fused_ffn: see the file comment)
+  double flops = 0;            // useful: 2·rows·k·n (fused_ffn: see the file comment)
   double transcendentals = 0;  // fused_ffn's activation
-  double executed_flops = 0;  // whole tiles the matrix units run
-  double lhs_bytes = 0;  // fused_ffn: x
-  double rhs_bytes = 0;  // fused_ffn: the three weights
+  double executed_flops = 0;   // whole tiles the matrix units run
+  double lhs_bytes = 0;        // fused_ffn: x
+  double rhs_bytes = 0;        // fused_ffn: the three weights
   double out_bytes = 0;
   double bytes_accessed = 0;  // lhs + rhs + out
   int64_t rows = 0;           // rows the active groups cover
@@ -120,7 +140,12 @@ struct GroupedMatmulCost {
   // tiles are the grid's parallel dimension, split over a megacore device's TensorCores).
   int64_t grid_steps_per_core = 0;
   double compute_seconds = 0;
-  double memory_seconds = 0;
+  double memory_seconds = 0;  // every byte (lhs + rhs + out) at the derated HBM rate
+  // memory_seconds split by phase: the operands streamed through the main loop, and (GPU) the
+  // output written by the epilogue after it, not overlapped (the file comment). On a TPU
+  // operand_seconds = memory_seconds and epilogue_seconds = 0: every byte is pipelined.
+  double operand_seconds = 0;
+  double epilogue_seconds = 0;
   double overhead_seconds = 0;
   double seconds = 0;
   Bound bound = Bound::kNone;

@@ -179,7 +179,7 @@ std::string TilingCostModelName(KernelKind kernel) {
   if (PricedByCostModel(kernel)) {
     return "cost model (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes unknown): "
            "tiles_m + G - 1 visited m-tiles, whole-tile MXU work, weight re-reads when "
-           "tiles_k > 1, on one device";
+           "tiles_k > 1, the chip's per-grid-step overhead, on one device";
   }
   if (kernel == KernelKind::kRaggedGather) {
     return "roofline proxy (sim/fit/tiling_cost.h; the cost model has no SparseCore gather): "

@@ -10,7 +10,9 @@
 // so tiles_m + G - 1 visited m-tiles (every group boundary inside a tile), the tile waste of
 // whole (tm, tk, tn) tiles on the matrix unit, the weights re-read for every visited m-tile when
 // tiles_k > 1 (once per group when tk covers k), at the chip's matrix-unit rate and HBM
-// bandwidth, plus the kernel overhead. gmm_v2 with a fused activation streams two rhs blocks per
+// bandwidth (times its efficiency factors), plus the kernel overhead and, on TPUs, the chip's
+// compute.grid_step_overhead_seconds per grid step: without it, row tiles that move the same
+// bytes tie exactly (tests/fit/search_test.cc GridStepOverheadSeparatesRowTilesThatMove...). gmm_v2 with a fused activation streams two rhs blocks per
 // step: it is priced as one gmm with n and tn doubled (the work and the rhs traffic double, the
 // lhs traffic does not). What the cost model leaves out is the same for every tiling of one
 // problem, so it does not change the ranking: the existing_out / partial_sum read (m·n or G·k·n

@@ -78,6 +78,7 @@ void CheckCompute(const HardwareSpec& spec, HardwareChecker& check) {
   check.NonNegative("compute.transcendentals_per_second", c.transcendentals_per_second());
   check.NonNegative("compute.sparsecores_per_chip", c.sparsecores_per_chip());
   check.NonNegative("compute.kernel_overhead_seconds", c.kernel_overhead_seconds());
+  check.NonNegative("compute.grid_step_overhead_seconds", c.grid_step_overhead_seconds());
   check.Positive("compute.devices_per_chip", c.devices_per_chip());
 
   if (spec.kind() == CHIP_KIND_TPU) {

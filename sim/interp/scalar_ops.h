@@ -420,6 +420,26 @@ inline int64_t TotalOrderKey(double x) {
   return bits < 0 ? (bits ^ std::numeric_limits<int64_t>::max()) : bits;
 }
 
+// `a <direction> b` on ordered values (C++'s own comparison operators).
+template <typename V>
+inline bool CompareOrdered(ComparisonDirection direction, const V& a, const V& b) {
+  switch (direction) {
+    case ComparisonDirection::kEq:
+      return a == b;
+    case ComparisonDirection::kNe:
+      return a != b;
+    case ComparisonDirection::kGe:
+      return a >= b;
+    case ComparisonDirection::kGt:
+      return a > b;
+    case ComparisonDirection::kLe:
+      return a <= b;
+    case ComparisonDirection::kLt:
+      return a < b;
+  }
+  return false;
+}
+
 // compare(a, b), direction=..., for one element type. `total_order` selects TOTALORDER for
 // floats (the default FLOAT comparison is IEEE: every comparison with NaN is false but NE).
 template <typename T>
@@ -430,43 +450,14 @@ inline bool ApplyCompare(ComparisonDirection direction, bool total_order, typena
     return direction == ComparisonDirection::kEq   ? a == b
            : direction == ComparisonDirection::kNe ? a != b
                                                    : false;
+  } else if constexpr (kIsFloat<T>) {
+    if (total_order) {
+      return CompareOrdered(direction, TotalOrderKey(static_cast<double>(a)),
+                            TotalOrderKey(static_cast<double>(b)));
+    }
+    return CompareOrdered(direction, a, b);
   } else {
-    if constexpr (kIsFloat<T>) {
-      if (total_order) {
-        const int64_t ka = TotalOrderKey(static_cast<double>(a));
-        const int64_t kb = TotalOrderKey(static_cast<double>(b));
-        switch (direction) {
-          case ComparisonDirection::kEq:
-            return ka == kb;
-          case ComparisonDirection::kNe:
-            return ka != kb;
-          case ComparisonDirection::kGe:
-            return ka >= kb;
-          case ComparisonDirection::kGt:
-            return ka > kb;
-          case ComparisonDirection::kLe:
-            return ka <= kb;
-          case ComparisonDirection::kLt:
-            return ka < kb;
-        }
-        return false;
-      }
-    }
-    switch (direction) {
-      case ComparisonDirection::kEq:
-        return a == b;
-      case ComparisonDirection::kNe:
-        return a != b;
-      case ComparisonDirection::kGe:
-        return a >= b;
-      case ComparisonDirection::kGt:
-        return a > b;
-      case ComparisonDirection::kLe:
-        return a <= b;
-      case ComparisonDirection::kLt:
-        return a < b;
-    }
-    return false;
+    return CompareOrdered(direction, a, b);
   }
 }
 

@@ -16,8 +16,15 @@ namespace perfsim {
 
 PredictCache::PredictCache() : impl_(std::make_unique<Impl>()) {}
 PredictCache::~PredictCache() = default;
+PredictCache::Stats PredictCache::stats() const { return impl_->stats; }
 
 namespace {
+
+// Bounds of a PredictCache (entries; values are pure functions of their keys, so dropping them
+// changes no result).
+constexpr size_t kMaxRoutedCosts = 64;
+constexpr size_t kMaxGroupedEntries = 1 << 16;
+constexpr size_t kMaxRaggedEntries = 1 << 12;
 
 // A device's place in the mesh (dp, fsdp, ep, tp, major to minor; sim/lowering MeshGroups):
 // `dp` is its token replica, dp and fsdp together (dp_index · fsdp + fsdp_index), so its token
@@ -96,7 +103,11 @@ class Evaluator {
                                 static_cast<int64_t>(spec.out_type)};
     key.insert(key.end(), sizes.begin(), sizes.end());
     auto it = cache_.grouped.find(key);
-    if (it != cache_.grouped.end()) return it->second;
+    if (it != cache_.grouped.end()) {
+      ++cache_.stats.grouped_hits;
+      return it->second;
+    }
+    ++cache_.stats.grouped_misses;
     // A buffer smaller than the routing (a dropping ragged_buffer_factor) keeps a prefix, as
     // MaxText's _truncate_matrix does.
     std::vector<int64_t> truncated = sizes;
@@ -112,13 +123,14 @@ class Evaluator {
                        .flops = cost->work.flops,
                        .bytes = cost->work.bytes_accessed,
                        .bound = cost->bound};
+    if (cache_.grouped.size() >= kMaxGroupedEntries) cache_.grouped.clear();
     cache_.grouped.emplace(std::move(key), entry);
     return entry;
   }
 
   // The cost of ragged-all-to-all `op` over `group` (device ids) from the routing's traffic.
-  absl::StatusOr<const RaggedEntry*> Ragged(const PreparedOp& op,
-                                            const std::vector<int64_t>& group) {
+  absl::StatusOr<std::shared_ptr<const RaggedEntry>> Ragged(const PreparedOp& op,
+                                                            const std::vector<int64_t>& group) {
     const int64_t n = static_cast<int64_t>(group.size());
     const int64_t e = spec_.model.num_experts(), el = e / p_.ep;
     // The traffic is a function of the group, the direction, the row bytes and each member's
@@ -148,9 +160,14 @@ class Evaluator {
     }
     std::vector<int64_t> where = group;
     where.push_back(static_cast<int64_t>(op.row_bytes));
+    where.push_back(p_.ep);
     auto key = std::make_pair(std::move(where), std::move(rows_key));
     auto it = cache_.ragged.find(key);
-    if (it != cache_.ragged.end()) return &it->second;
+    if (it != cache_.ragged.end()) {
+      ++cache_.stats.ragged_hits;
+      return it->second;
+    }
+    ++cache_.stats.ragged_misses;
     // Bytes token shard i sends to the experts of shard j: shard_rows[i][ep of j] rows.
     std::vector<const std::vector<int64_t>*> shard_rows(n);
     for (int64_t i = 0; i < n; ++i) {
@@ -191,18 +208,20 @@ class Evaluator {
       routed = RouteTraffic(traffic, *data_.topology);
     }
     if (!routed.ok()) return Annotate(routed.status(), op.info.name);
-    RaggedEntry entry;
-    entry.seconds = routed->seconds;
-    entry.sent.resize(n);
-    entry.hbm.resize(n);
+    auto entry = std::make_shared<RaggedEntry>();
+    entry->seconds = routed->seconds;
+    entry->sent.resize(n);
+    entry->hbm.resize(n);
     for (int64_t i = 0; i < n; ++i) {
       // Rows read (sent, its own share included) and rows written (received, own share too).
       const DeviceTraffic& t = routed->devices[i];
-      entry.sent[i] = t.send_bytes;
-      entry.max_sent = std::max(entry.max_sent, t.send_bytes);
-      entry.hbm[i] = t.send_bytes + local[i] + t.receive_bytes + local[i];
+      entry->sent[i] = t.send_bytes;
+      entry->max_sent = std::max(entry->max_sent, t.send_bytes);
+      entry->hbm[i] = t.send_bytes + local[i] + t.receive_bytes + local[i];
     }
-    return &cache_.ragged.emplace(std::move(key), std::move(entry)).first->second;
+    if (cache_.ragged.size() >= kMaxRaggedEntries) cache_.ragged.clear();
+    cache_.ragged.emplace(std::move(key), entry);
+    return std::shared_ptr<const RaggedEntry>(std::move(entry));
   }
 
  private:
@@ -280,12 +299,127 @@ class Evaluator {
   std::map<int64_t, std::vector<int64_t>> shard_rows_;
 };
 
-// Per-device costs of the routing-dependent ops, kept for the slowest device's rows.
-struct RoutedOp {
-  std::vector<GroupedEntry> grouped;       // per simulated device (grouped matmuls)
-  std::vector<const RaggedEntry*> ragged;  // per simulated device (ragged all-to-all)
-  std::vector<int64_t> member;             // its index in its group's entry
-};
+bool SameRouting(const RoutingSpec& a, const RoutingSpec& b) {
+  return a.kind == b.kind && a.parameter == b.parameter && a.file_weights == b.file_weights;
+}
+
+// Everything PredictWithRouting derives from the routing before the schedule: the simulated
+// devices, their graph, every op's durations and the per-device costs of the routed ops.
+absl::StatusOr<std::shared_ptr<const RoutedCosts>> CostRouting(const PreparedStepData& data,
+                                                               const RoutingSpec& routing_spec,
+                                                               PredictCache::Impl& cache) {
+  const StepSpec& spec = data.options.spec;
+  const Parallelism& par = spec.parallelism;
+  PERFSIM_ASSIGN_OR_RETURN(
+      RoutingMatrix routing,
+      BuildRoutingMatrix(routing_spec, spec.token_shards(), spec.tokens_per_device(),
+                         spec.model.experts_per_token(), spec.model.num_experts()));
+  auto costs = std::make_shared<RoutedCosts>();
+  costs->step_id = data.id;
+  costs->routing = routing_spec;
+  // Identical replicas run the same timeline: simulate replica dp = 0 (ids 0 .. EP·TP − 1,
+  // step_spec.h's numbering) and let collectives over dp act within it.
+  const int64_t n = ReplicasIdentical(routing, par.ep) ? par.ep * par.tp : spec.num_devices();
+  costs->num_devices = n;
+  if (n == data.replica_devices) {
+    costs->graph = data.replica_graph;
+  } else {
+    for (const auto& other : cache.routed) {
+      if (other->step_id == data.id && other->num_devices == n) costs->graph = other->graph;
+    }
+    if (costs->graph == nullptr) {
+      PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, BuildScheduleGraph(data, n));
+      costs->graph = std::make_shared<const ScheduleGraph>(std::move(graph));
+    }
+  }
+  Evaluator evaluator(data, routing, cache);
+  const int64_t num_ops = static_cast<int64_t>(data.ops.size());
+  ScheduleDurations& durations = costs->durations;
+  durations.uniform.resize(num_ops);
+  durations.row.assign(num_ops, -1);
+  costs->ops.resize(num_ops);
+  // Appends a row of per-device durations for op i.
+  auto add_row = [&](int64_t i) {
+    durations.row[i] = static_cast<int32_t>(durations.per_device.size() / n);
+    durations.per_device.resize(durations.per_device.size() + n, 0.0);
+    return &durations.per_device[durations.per_device.size() - n];
+  };
+  for (int64_t i = 0; i < num_ops; ++i) {
+    const PreparedOp& prepared_op = data.ops[i];
+    durations.uniform[i] = prepared_op.base_seconds;
+    RoutedOp& routed = costs->ops[i];
+    switch (prepared_op.kind) {
+      case PreparedOp::Kind::kPlain:
+        break;
+      case PreparedOp::Kind::kGroupedMatmul: {
+        if (!prepared_op.grouped.has_value()) break;
+        const std::vector<int64_t>& ids = evaluator.DeviceSizes(prepared_op.total_groups, n);
+        if (std::any_of(ids.begin(), ids.end(), [](int64_t id) { return id < 0; })) break;
+        // Costs by sizes index: devices with equal group sizes cost the same.
+        std::vector<int32_t> entry_of_sizes;
+        routed.grouped_of.resize(n);
+        for (int64_t d = 0; d < n; ++d) {
+          const int64_t id = ids[d];
+          if (id >= static_cast<int64_t>(entry_of_sizes.size())) entry_of_sizes.resize(id + 1, -1);
+          if (entry_of_sizes[id] < 0) {
+            PERFSIM_ASSIGN_OR_RETURN(GroupedEntry entry,
+                                     evaluator.Grouped(prepared_op, evaluator.sizes(id)));
+            entry_of_sizes[id] = static_cast<int32_t>(routed.grouped.size());
+            routed.grouped.push_back(entry);
+          }
+          routed.grouped_of[d] = entry_of_sizes[id];
+        }
+        double* row = add_row(i);
+        for (int64_t d = 0; d < n; ++d) row[d] = routed.grouped[routed.grouped_of[d]].seconds;
+        break;
+      }
+      case PreparedOp::Kind::kRaggedAllToAll: {
+        routed.ragged.assign(n, nullptr);
+        routed.member.assign(n, 0);
+        const int32_t row_index = static_cast<int32_t>(durations.per_device.size() / n);
+        add_row(i);
+        for (const auto& group : prepared_op.groups()) {
+          if (group.empty() || group.front() >= n) continue;
+          PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<const RaggedEntry> entry,
+                                   evaluator.Ragged(prepared_op, group));
+          double* row = &durations.per_device[static_cast<size_t>(row_index) * n];
+          for (size_t k = 0; k < group.size(); ++k) {
+            const int64_t d = group[k];
+            if (d >= n) continue;
+            row[d] = entry->seconds;
+            routed.ragged[d] = entry;
+            routed.member[d] = static_cast<int32_t>(k);
+          }
+        }
+        break;
+      }
+    }
+  }
+  return std::shared_ptr<const RoutedCosts>(std::move(costs));
+}
+
+// The routing's costs on `data`, from the cache when it has them.
+absl::StatusOr<std::shared_ptr<const RoutedCosts>> RoutedCostsFor(const PreparedStepData& data,
+                                                                  const RoutingSpec& routing,
+                                                                  PredictCache::Impl& cache) {
+  if (cache.context != data.cost_context) {
+    cache.grouped.clear();
+    cache.ragged.clear();
+    cache.context = data.cost_context;
+  }
+  for (auto it = cache.routed.rbegin(); it != cache.routed.rend(); ++it) {
+    if ((*it)->step_id == data.id && SameRouting((*it)->routing, routing)) {
+      ++cache.stats.routing_hits;
+      return *it;
+    }
+  }
+  ++cache.stats.routing_misses;
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<const RoutedCosts> costs,
+                           CostRouting(data, routing, cache));
+  if (cache.routed.size() >= kMaxRoutedCosts) cache.routed.pop_front();
+  cache.routed.push_back(costs);
+  return costs;
+}
 
 }  // namespace
 
@@ -294,88 +428,14 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
                                               const EvaluateOptions& options) {
   const PreparedStepData& data = prepared.data();
   const StepSpec& spec = data.options.spec;
-  const Parallelism& par = spec.parallelism;
-  PERFSIM_ASSIGN_OR_RETURN(
-      RoutingMatrix routing,
-      BuildRoutingMatrix(routing_spec, spec.token_shards(), spec.tokens_per_device(),
-                         spec.model.experts_per_token(), spec.model.num_experts()));
-  // Identical replicas run the same timeline: simulate replica dp = 0 (ids 0 .. EP·TP − 1,
-  // step_spec.h's numbering) and let collectives over dp act within it.
-  const int64_t n = ReplicasIdentical(routing, par.ep) ? par.ep * par.tp : spec.num_devices();
   PredictCache local_cache;
   PredictCache::Impl& cache = options.cache != nullptr ? options.cache->impl() : local_cache.impl();
-  Evaluator evaluator(data, routing, cache);
-
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<const RoutedCosts> costs,
+                           RoutedCostsFor(data, routing_spec, cache));
+  const std::vector<RoutedOp>& routed = costs->ops;
   const int64_t num_ops = static_cast<int64_t>(data.ops.size());
-  ScheduleProblem problem{.num_devices = n};
-  problem.ops.resize(num_ops);
-  std::vector<RoutedOp> routed(num_ops);
-  for (int64_t i = 0; i < num_ops; ++i) {
-    const PreparedOp& prepared_op = data.ops[i];
-    ScheduleOp& op = problem.ops[i];
-    op.operands = prepared_op.operands;
-    op.stream = prepared_op.stream;
-    op.duration = {prepared_op.base_seconds};
-    for (const auto& group : prepared_op.groups()) {
-      // A device alone waits for no one: a group of one simulated device is no group.
-      int64_t simulated = 0;
-      for (int64_t d : group) simulated += d < n ? 1 : 0;
-      if (simulated < 2) continue;
-      std::vector<int64_t>& kept = op.groups.emplace_back();
-      kept.reserve(simulated);
-      for (int64_t d : group) {
-        if (d < n) kept.push_back(d);
-      }
-    }
-    switch (prepared_op.kind) {
-      case PreparedOp::Kind::kPlain:
-        break;
-      case PreparedOp::Kind::kGroupedMatmul: {
-        if (!prepared_op.grouped.has_value()) break;
-        std::vector<GroupedEntry> per_device(n);
-        // Costs by sizes index: devices with equal group sizes cost the same.
-        std::vector<std::optional<GroupedEntry>> by_sizes;
-        bool known = true;
-        const std::vector<int64_t>& ids = evaluator.DeviceSizes(prepared_op.total_groups, n);
-        for (int64_t d = 0; d < n && known; ++d) {
-          const int64_t id = ids[d];
-          if (id < 0) {
-            known = false;
-            break;
-          }
-          if (id >= static_cast<int64_t>(by_sizes.size())) by_sizes.resize(id + 1);
-          if (!by_sizes[id].has_value()) {
-            PERFSIM_ASSIGN_OR_RETURN(by_sizes[id],
-                                     evaluator.Grouped(prepared_op, evaluator.sizes(id)));
-          }
-          per_device[d] = *by_sizes[id];
-        }
-        if (!known) break;
-        op.duration.resize(n);
-        for (int64_t d = 0; d < n; ++d) op.duration[d] = per_device[d].seconds;
-        routed[i].grouped = std::move(per_device);
-        break;
-      }
-      case PreparedOp::Kind::kRaggedAllToAll: {
-        op.duration.assign(n, 0);
-        routed[i].ragged.assign(n, nullptr);
-        routed[i].member.assign(n, 0);
-        for (const auto& group : prepared_op.groups()) {
-          if (group.empty() || group.front() >= n) continue;
-          PERFSIM_ASSIGN_OR_RETURN(const RaggedEntry* entry, evaluator.Ragged(prepared_op, group));
-          for (size_t k = 0; k < group.size(); ++k) {
-            const int64_t d = group[k];
-            if (d >= n) continue;
-            op.duration[d] = entry->seconds;
-            routed[i].ragged[d] = entry;
-            routed[i].member[d] = static_cast<int64_t>(k);
-          }
-        }
-        break;
-      }
-    }
-  }
-  PERFSIM_ASSIGN_OR_RETURN(Schedule schedule, SimulateSchedule(problem));
+  PERFSIM_ASSIGN_OR_RETURN(Schedule schedule, SimulateSchedule(*costs->graph, costs->durations,
+                                                               {.every_class = options.detail}));
   const int64_t slow = schedule.slowest_device;
   const DeviceSchedule& ds = schedule.device(slow);
 
@@ -395,8 +455,8 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
   auto row_of = [&](int64_t i, int64_t device) {
     OpRow row = data.ops[i].info;
     const RoutedOp& r = routed[i];
-    if (!r.grouped.empty()) {
-      const GroupedEntry& g = r.grouped[device];
+    if (!r.grouped_of.empty()) {
+      const GroupedEntry& g = r.grouped[r.grouped_of[device]];
       row.flops = g.flops;
       row.bytes = g.bytes;
       row.bound = g.bound;
@@ -404,31 +464,36 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
       row.sent_bytes = r.ragged[device]->sent[r.member[device]];
       row.bytes = r.ragged[device]->hbm[r.member[device]];
       const RaggedEntry* previous = nullptr;
-      for (const RaggedEntry* entry : r.ragged) {
-        if (entry == nullptr || entry == previous) continue;
-        previous = entry;
+      for (const auto& entry : r.ragged) {
+        if (entry == nullptr || entry.get() == previous) continue;
+        previous = entry.get();
         row.max_sent_bytes = std::max(row.max_sent_bytes, entry->max_sent);
       }
     }
     return row;
   };
   // Phase subtotals in issue order; the rows by start time (ties in issue order).
-  std::map<std::string, PhaseTotal> phases;
+  PhaseTotal phases[kNumPredictPhases];
+  bool present[kNumPredictPhases] = {};
   std::vector<int64_t> shown;
+  if (options.detail) shown.reserve(num_ops);
   for (int64_t i : schedule.order) {
-    if (problem.ops[i].stream == Stream::kNone) continue;
-    shown.push_back(i);
+    if (data.ops[i].stream == Stream::kNone) continue;
+    if (options.detail) shown.push_back(i);
+    const int p = data.phase[i];
+    if (p < 0) continue;
     const RoutedOp& r = routed[i];
     const OpRow& info = data.ops[i].info;
     double flops = info.flops, bytes = info.bytes;
-    if (!r.grouped.empty()) {
-      flops = r.grouped[slow].flops;
-      bytes = r.grouped[slow].bytes;
+    if (!r.grouped_of.empty()) {
+      const GroupedEntry& g = r.grouped[r.grouped_of[slow]];
+      flops = g.flops;
+      bytes = g.bytes;
     } else if (!r.ragged.empty() && r.ragged[slow] != nullptr) {
       bytes = r.ragged[slow]->hbm[r.member[slow]];
     }
-    PhaseTotal& t = phases[info.phase];
-    t.phase = info.phase;
+    PhaseTotal& t = phases[p];
+    present[p] = true;
     t.seconds += ds.finish[i] - ds.start[i];
     t.flops += flops;
     t.bytes += bytes;
@@ -443,10 +508,10 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
       row.seconds = ds.finish[i] - ds.start[i];
     }
   }
-  for (const char* phase :
-       {"router", "permute", "dispatch", "experts", "combine", "shared", "backward", "other"}) {
-    auto it = phases.find(phase);
-    if (it != phases.end()) result.phases.push_back(it->second);
+  for (int p = 0; p < kNumPredictPhases; ++p) {
+    if (!present[p]) continue;
+    phases[p].phase = kPredictPhaseNames[p];
+    result.phases.push_back(phases[p]);
   }
 
   result.model_flops_per_device = data.model_flops_per_device;
@@ -468,7 +533,7 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
     for (size_t k = 0; k < schedule.order.size(); ++k) position[schedule.order[k]] = k;
     std::vector<int64_t> last_use(num_ops, -1);
     for (int64_t i = 0; i < num_ops; ++i) {
-      for (int64_t o : problem.ops[i].operands) last_use[o] = std::max(last_use[o], position[i]);
+      for (int64_t o : data.ops[i].operands) last_use[o] = std::max(last_use[o], position[i]);
     }
     std::vector<double> delta(schedule.order.size() + 1, 0);
     for (int64_t i = 0; i < num_ops; ++i) {

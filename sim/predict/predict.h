@@ -7,8 +7,11 @@
 // In two stages, for callers that evaluate many routings of one scenario (sim/sweep):
 //   PERFSIM_ASSIGN_OR_RETURN(PreparedStep step, PrepareStep(o));          // routing ignored
 //   PredictCache cache;                                                   // optional
-//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, PredictWithRouting(step, routing, {.cache = &cache}));
-// Predict(o) is PredictWithRouting(PrepareStep(o), o.routing, {}) and gives the same bits.
+//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, PredictWithRouting(step, routing,
+//                                          {.detail = false, .cache = &cache}));
+// Predict(o) is PredictWithRouting(PrepareStep(o), o.routing, {}) and gives the same bits, and
+// so does every evaluation without detail or with a cache, whatever the cache holds: sim/sweep
+// ranks plans with this one model of the step time.
 //
 // Pipeline: StepSpec -> lowering (the backend's per-device module) -> per-instruction cost on
 // the chip (sim/cost; collectives on the slice's topology, sim/comm) with the ragged parts
@@ -44,9 +47,10 @@
 // (×3 for fwd_bwd), divided over the devices; peak is the chip's bf16 (or f32) matrix peak per
 // device.
 // HBM per device: parameters and gradients of the step's module (its entry parameters and
-// gradient outputs), optimizer state if asked (Adam: two f32 moments per parameter), and the
-// peak of the other live buffers (activations, residuals kept for the backward, communication
-// buffers) over the schedule's instruction order.
+// gradient outputs: none for DeepSeek-V3's score-correction bias, which is not trained),
+// optimizer state if asked (Adam: two f32 moments per trained parameter), and the peak of the
+// other live buffers (activations, residuals kept for the backward, communication buffers) over
+// the schedule's instruction order.
 #ifndef PERFSIM_SIM_PREDICT_PREDICT_H_
 #define PERFSIM_SIM_PREDICT_PREDICT_H_
 
@@ -97,6 +101,11 @@ struct OpRow {
   bool lower_bound = false;
 };
 
+// The phases of Prediction::phases, in report order (each appears when some op has it).
+inline constexpr int kNumPredictPhases = 8;
+inline constexpr const char* kPredictPhaseNames[kNumPredictPhases] = {
+    "router", "permute", "dispatch", "experts", "combine", "shared", "backward", "other"};
+
 struct PhaseTotal {
   std::string phase;
   double seconds = 0;  // busy time of the phase's ops on the slowest device (both streams)
@@ -138,6 +147,14 @@ struct Prediction {
   std::vector<OpRow> op_info;
 };
 
+// Where PrepareStep failed (sim/sweep sorts its infeasible points by it).
+enum class PrepareStage {
+  kScenario,  // chip, slice, device count, batch split
+  kLower,     // the backend's lowering (LowerStep)
+  kFit,       // a kernel tiling that does not fit, or a kernel the chip cannot run
+  kCost,      // per-instruction costs
+};
+
 // Everything about a scenario that does not depend on its routing: the chip, the slice, the
 // lowered module, the kernel fit check, every instruction's routing-independent cost (loop
 // fusion applied), the ragged-dots' tilings, the schedule graph and the static HBM terms.
@@ -150,25 +167,39 @@ class PreparedStep {
   const PreparedStepData& data() const { return *data_; }
 
  private:
-  friend absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& options);
+  friend absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& options,
+                                                  PrepareStage* failed_stage);
   std::shared_ptr<const PreparedStepData> data_;
 };
 
 // InvalidArgument (exit 2) for unknown chips, meshes that do not match the parallelism's device
 // count, specs the backend refuses, ...; a kernel tiling that does not fit is a failed check
-// (sim/fit IsMisfit). options.routing is not read.
-absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& options);
+// (sim/fit IsMisfit). options.routing is not read. On failure `*failed_stage`, when given,
+// says which stage failed.
+absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& options,
+                                         PrepareStage* failed_stage = nullptr);
 
-// Memo of routing-dependent costs that callers evaluating many routings of one PreparedStep
-// may keep between calls: grouped-matmul costs by (instruction, group sizes) and ragged
-// all-to-all costs by (instruction shape, group, traffic). Not thread-safe; use it with one
-// PreparedStep.
+// What callers evaluating many routings keep between PredictWithRouting calls: pure functions
+// of their keys, so results are the same bits with any cache, a fresh one or none.
+//   - grouped-matmul costs by (the op's GroupedMatmulSpec, group sizes), and ragged all-to-all
+//     costs by (group, row bytes, direction, EP, each member's expert shard and routing row):
+//     shared by every PreparedStep of one chip description and slice (the steps of a sweep);
+//     a step of another chip or slice empties them;
+//   - per (PreparedStep, routing): every op's routing-dependent durations and costs, so that a
+//     routing seen before costs one schedule simulation (the last 64 are kept).
+// Not thread-safe: one per thread.
 class PredictCache {
  public:
   PredictCache();
   ~PredictCache();
   PredictCache(const PredictCache&) = delete;
   PredictCache& operator=(const PredictCache&) = delete;
+  struct Stats {
+    int64_t routing_hits = 0, routing_misses = 0;  // (step, routing) memos
+    int64_t grouped_hits = 0, grouped_misses = 0;  // grouped-matmul costs
+    int64_t ragged_hits = 0, ragged_misses = 0;    // ragged all-to-all costs
+  };
+  Stats stats() const;
   struct Impl;
   Impl& impl() { return *impl_; }
 
@@ -178,7 +209,8 @@ class PredictCache {
 
 struct EvaluateOptions {
   // Per-op rows, op_info and the schedule for the trace. Without them a Prediction has totals,
-  // phases, memory and MFU only (what a sweep reads).
+  // phases, memory and MFU only (what a sweep reads), and only the slowest device's timeline
+  // is completed (SimulateOptions::every_class = false).
   bool detail = true;
   PredictCache* cache = nullptr;  // null: a fresh one per call
 };

@@ -3,6 +3,7 @@
 #define PERFSIM_SIM_PREDICT_PREDICT_INTERNAL_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "sim/cost/grouped_matmul.h"
 #include "sim/hw/chip.h"
 #include "sim/lowering/lowering.h"
+#include "sim/moe/routing.h"
 #include "sim/predict/predict.h"
 #include "sim/schedule/schedule.h"
 
@@ -50,12 +52,22 @@ struct PreparedOp {
 
 struct PreparedStepData {
   PreparedStepData(PredictOptions o, LoweredStep s) : options(std::move(o)), step(std::move(s)) {}
+  // Unique in the process (PredictCache keys its per-step memos by it).
+  uint64_t id = 0;
+  // The chip description and slice the costs are for (PredictCache's cost caches hold for one).
+  std::string cost_context;
   PredictOptions options;
   std::unique_ptr<Chip> chip;
   std::unique_ptr<Topology> topology;
   std::string mesh;
   LoweredStep step;
   std::vector<PreparedOp> ops;
+  // Per op: its index in kPredictPhaseNames (-1: none of them).
+  std::vector<int8_t> phase;
+  // The schedule graph of one data-parallel replica (devices 0 .. EP·TP − 1: what is simulated
+  // when every replica routes alike), collective groups restricted to it.
+  int64_t replica_devices = 0;
+  std::shared_ptr<const ScheduleGraph> replica_graph;
   std::vector<std::string> unknown_rates;
   // Static HBM terms per device.
   double parameters = 0;
@@ -81,13 +93,45 @@ struct RaggedEntry {
   std::vector<double> hbm;   // rows read (sent, own share included) + rows received
   double max_sent = 0;
 };
+
+// The schedule graph of `n` simulated devices (ids 0 .. n − 1): every op's operands and stream,
+// and each collective's groups restricted to those devices (a group left with fewer than two
+// is dropped: a device alone waits for no one).
+absl::StatusOr<ScheduleGraph> BuildScheduleGraph(const PreparedStepData& data, int64_t n);
+
+// One routing's costs on one PreparedStep: what PredictWithRouting derives from the routing
+// before it simulates the schedule.
+struct RoutedOp {
+  // Grouped matmuls: per simulated device, its entry in `grouped` (empty: the op keeps its
+  // routing-independent time).
+  std::vector<int32_t> grouped_of;
+  std::vector<GroupedEntry> grouped;
+  // Ragged all-to-all: per simulated device, its group's entry (null: in no simulated group)
+  // and its place in the group.
+  std::vector<std::shared_ptr<const RaggedEntry>> ragged;
+  std::vector<int32_t> member;
+};
+struct RoutedCosts {
+  uint64_t step_id = 0;
+  RoutingSpec routing;
+  int64_t num_devices = 0;  // simulated
+  std::shared_ptr<const ScheduleGraph> graph;
+  ScheduleDurations durations;
+  std::vector<RoutedOp> ops;  // per op
+};
+
 struct PredictCache::Impl {
+  std::string context;  // the cost_context the cost caches hold for
   // Key: the spec's shape, tiling and types, then the group sizes.
-  std::map<std::vector<int64_t>, GroupedEntry> grouped;
-  // Key: (group, row bytes), then the direction and each member's (expert shard, routing row
-  // index): what the traffic is a function of. Valid for one routing matrix; a cache kept
-  // across routings must not mix matrices (row indices are per matrix).
-  std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, RaggedEntry> ragged;
+  absl::flat_hash_map<std::vector<int64_t>, GroupedEntry> grouped;
+  // Key: (group, row bytes, EP), then the direction, each member's (expert shard, index of its
+  // routing row among the distinct rows) and the distinct rows' counts: what the traffic is a
+  // function of.
+  absl::flat_hash_map<std::pair<std::vector<int64_t>, std::vector<int64_t>>,
+                      std::shared_ptr<const RaggedEntry>>
+      ragged;
+  std::deque<std::shared_ptr<const RoutedCosts>> routed;  // most recent last
+  Stats stats;
 };
 
 }  // namespace perfsim

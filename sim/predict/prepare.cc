@@ -1,5 +1,6 @@
 // PrepareStep (predict.h): everything about a scenario that does not depend on its routing.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -206,7 +207,32 @@ absl::Status CostOp(const Instruction& instruction, const Chip& chip,
 
 }  // namespace
 
-absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o) {
+absl::StatusOr<ScheduleGraph> BuildScheduleGraph(const PreparedStepData& data, int64_t n) {
+  ScheduleProblem problem{.num_devices = n};
+  problem.ops.resize(data.ops.size());
+  for (size_t i = 0; i < data.ops.size(); ++i) {
+    const PreparedOp& prepared = data.ops[i];
+    ScheduleOp& op = problem.ops[i];
+    op.operands = prepared.operands;
+    op.stream = prepared.stream;
+    for (const auto& group : prepared.groups()) {
+      int64_t simulated = 0;
+      for (int64_t d : group) simulated += d < n ? 1 : 0;
+      if (simulated < 2) continue;
+      std::vector<int64_t>& kept = op.groups.emplace_back();
+      kept.reserve(simulated);
+      for (int64_t d : group) {
+        if (d < n) kept.push_back(d);
+      }
+    }
+  }
+  return ScheduleGraph::Create(std::move(problem));
+}
+
+absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* failed_stage) {
+  PrepareStage ignored;
+  PrepareStage& stage = failed_stage != nullptr ? *failed_stage : ignored;
+  stage = PrepareStage::kScenario;
   PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChipOnce(o.hw));
   auto owned_chip = std::make_unique<Chip>(std::move(chip));
   const Chip& c = *owned_chip;
@@ -230,12 +256,18 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o) {
         "--batch: expected a batch divisible by the data-parallel degree dp·fsdp = ", data_parallel,
         " (", ParallelismToString(spec.parallelism), "); got batch ", spec.batch));
   }
+  stage = PrepareStage::kLower;
   PERFSIM_ASSIGN_OR_RETURN(LoweredStep lowered, LowerStep(spec));
   // A kernel tiling that does not fit VMEM is a lowering failure (DESIGN.md "Fit"), a failed
   // check (exit 1). The context goes in as an argument: Annotate would drop the misfit mark.
+  stage = PrepareStage::kFit;
   PERFSIM_RETURN_IF_ERROR(CheckModuleFits(
       *lowered.module, c, std::nullopt, absl::StrCat("backend ", spec.backend, " on ", c.name())));
+  stage = PrepareStage::kCost;
   auto data = std::make_shared<PreparedStepData>(o, std::move(lowered));
+  static std::atomic<uint64_t> next_id{1};
+  data->id = next_id.fetch_add(1, std::memory_order_relaxed);
+  data->cost_context = absl::StrCat(c.proto().SerializeAsString(), "|", mesh);
   data->chip = std::move(owned_chip);
   data->topology = std::move(owned_topology);
   data->mesh = mesh;
@@ -301,9 +333,20 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o) {
         instruction.shape().IsArray() ? static_cast<double>(instruction.shape().ByteSize()) : 0;
   }
   for (const auto& [rate, unused] : unknown) data->unknown_rates.push_back(rate);
+  data->phase.assign(data->ops.size(), -1);
+  for (size_t i = 0; i < data->ops.size(); ++i) {
+    for (int8_t p = 0; p < kNumPredictPhases; ++p) {
+      if (data->ops[i].info.phase == kPredictPhaseNames[p]) data->phase[i] = p;
+    }
+  }
+  data->replica_devices = spec.parallelism.ep * spec.parallelism.tp;
+  PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, BuildScheduleGraph(*data, data->replica_devices));
+  data->replica_graph = std::make_shared<const ScheduleGraph>(std::move(graph));
 
-  // Static HBM: parameters (entry parameters except activations x and dy), gradients (their
-  // outputs), optimizer state.
+  // Static HBM: parameters (entry parameters except activations x and dy), and for the trained
+  // ones their gradients (fwd_bwd) and optimizer state. Every weight is trained but DeepSeek-V3's
+  // score-correction bias router_score_bias, which only steers the expert choice and has no
+  // gradient output (lowering.h); GPT-OSS's router matmul bias router_bias is trained.
   const LoweredStep& step = data->step;
   for (size_t p = 0; p < step.parameters.size(); ++p) {
     const double bytes = static_cast<double>(entry.parameter(p)->shape().ByteSize());
@@ -313,8 +356,9 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o) {
       continue;
     }
     data->parameters += bytes;
-    if (spec.phase == Phase::kForwardBackward && name != "router_bias") data->gradients += bytes;
-    if (o.adam) {
+    const bool trained = name != "router_score_bias";
+    if (spec.phase == Phase::kForwardBackward && trained) data->gradients += bytes;
+    if (o.adam && trained) {
       data->optimizer += 8.0 * static_cast<double>(entry.parameter(p)->shape().ElementCount());
     }
   }

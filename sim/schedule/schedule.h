@@ -86,6 +86,61 @@ struct Schedule {
 // length, a group naming a device out of range, or a device in two groups of one op.
 absl::StatusOr<Schedule> SimulateSchedule(const ScheduleProblem& problem);
 
+// For callers that simulate one problem under many sets of durations (sim/predict: one per
+// routing), the structure and the durations apart; the result is the same, bit for bit, as
+// SimulateSchedule of the ScheduleProblem they make up.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph g, ScheduleGraph::Create(problem));  // once
+//   ScheduleDurations d;
+//   d.uniform = {2.0, 0.0, 1.5};   // per op, seconds on every device (read where row < 0)
+//   d.row = {-1, 0, -1};           // op 1 has a time per device: row 0 of per_device
+//   d.per_device = {...};          // rows × num_devices, row-major
+//   PERFSIM_ASSIGN_OR_RETURN(Schedule s, SimulateSchedule(g, d, {.every_class = false}));
+struct ScheduleDurations {
+  std::vector<double> uniform;
+  std::vector<int32_t> row;
+  std::vector<double> per_device;
+};
+
+// A problem's operands, streams and collective groups (its durations are dropped), checked
+// once, with every op's users.
+class ScheduleGraph {
+ public:
+  // InvalidArgument as SimulateSchedule (durations are not read).
+  static absl::StatusOr<ScheduleGraph> Create(ScheduleProblem problem);
+
+  int64_t num_devices() const { return num_devices_; }
+  int64_t num_ops() const { return static_cast<int64_t>(ops_.size()); }
+  const ScheduleOp& op(int64_t i) const { return ops_[i]; }
+  // The ops that read op i, ascending (an op reading i twice is listed twice).
+  const int64_t* users_begin(int64_t i) const { return users_.data() + user_begin_[i]; }
+  const int64_t* users_end(int64_t i) const { return users_.data() + user_begin_[i + 1]; }
+  // Collectives with the same groups share a group structure: op i's index among the distinct
+  // ones (-1: not a collective with groups), and each structure's first op.
+  int64_t group_structure(int64_t i) const { return structure_[i]; }
+  const std::vector<int64_t>& structure_ops() const { return structure_ops_; }
+
+ private:
+  int64_t num_devices_ = 1;
+  std::vector<ScheduleOp> ops_;
+  std::vector<int64_t> user_begin_;
+  std::vector<int64_t> users_;
+  std::vector<int64_t> structure_;
+  std::vector<int64_t> structure_ops_;
+};
+
+struct SimulateOptions {
+  // true: every class's DeviceSchedule in full (what a trace of several devices reads).
+  // false: only the slowest device's class is complete; every other class has its makespan
+  // and compute_busy (what picks the slowest device), empty start and finish, and zeros.
+  bool every_class = true;
+};
+
+// InvalidArgument for durations that do not match the graph (list sizes, row indices).
+absl::StatusOr<Schedule> SimulateSchedule(const ScheduleGraph& graph,
+                                          const ScheduleDurations& durations,
+                                          const SimulateOptions& options = {});
+
 }  // namespace perfsim
 
 #endif  // PERFSIM_SIM_SCHEDULE_SCHEDULE_H_

@@ -78,13 +78,6 @@ absl::StatusOr<Infeasibility> ParseInfeasibility(absl::string_view name) {
                    name, "'"));
 }
 
-absl::StatusOr<SweepEngine> ParseSweepEngine(absl::string_view text) {
-  if (text == "staged") return SweepEngine::kStaged;
-  if (text == "predict") return SweepEngine::kPredict;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--engine: expected staged or predict; got '", text, "'"));
-}
-
 void SweepCacheStats::Add(const SweepCacheStats& o) {
   blocks_prepared += o.blocks_prepared;
   block_hits += o.block_hits;
@@ -98,10 +91,11 @@ void SweepCacheStats::Add(const SweepCacheStats& o) {
 
 SweepCacheStats SweepEvaluator::stats() const {
   SweepCacheStats s = stats_;
-  s.grouped_hits = routed_.grouped_hits;
-  s.grouped_misses = routed_.grouped_misses;
-  s.a2a_hits = routed_.a2a_hits;
-  s.a2a_misses = routed_.a2a_misses;
+  const PredictCache::Stats c = cache_.stats();
+  s.grouped_hits = c.grouped_hits;
+  s.grouped_misses = c.grouped_misses;
+  s.a2a_hits = c.ragged_hits;
+  s.a2a_misses = c.ragged_misses;
   return s;
 }
 
@@ -188,44 +182,29 @@ SweepEvaluator::Block SweepEvaluator::PrepareBlock(const Scenario& scenario) {
   }
   b.tilings = KnobsLabel(spec);
   ++stats_.blocks_prepared;
-  if (engine_ == SweepEngine::kPredict) {
-    PredictOptions o{.spec = spec, .hw = e_.space().hw, .mesh = e_.mesh(), .adam = e_.space().adam};
-    absl::StatusOr<PreparedStep> prepared = PrepareStep(o);
-    if (!prepared.ok()) {
-      // PrepareStep does not say which stage failed: a kernel the chip cannot run is
-      // recognised by sim/fit's message (the staged engine knows it failed the fit check).
-      classify(prepared.status());
-      if (!IsMisfit(prepared.status()) &&
-          absl::StrContains(prepared.status().message(), "expected a TPU chip")) {
-        b.reason = Infeasibility::kBackendRefusal;
-      }
-      return b;
-    }
-    b.predict_step = std::make_shared<const PreparedStep>(std::move(prepared).value());
-    b.predict_cache = std::make_shared<PredictCache>();
-    return b;
-  }
-  StagedPrepareStage stage = StagedPrepareStage::kLower;
-  absl::StatusOr<StagedStep> prepared =
-      PrepareStagedStep(spec, e_.chip(), e_.topology(), e_.space().adam, &stage);
+  const PredictOptions o{
+      .spec = spec, .hw = e_.space().hw, .mesh = e_.mesh(), .adam = e_.space().adam};
+  PrepareStage stage = PrepareStage::kScenario;
+  absl::StatusOr<PreparedStep> prepared = PrepareStep(o, &stage);
   if (!prepared.ok()) {
     b.message = OneLine(prepared.status().message());
     switch (stage) {
-      case StagedPrepareStage::kLower:
+      case PrepareStage::kScenario:
+      case PrepareStage::kCost:
+        b.reason = Infeasibility::kError;
+        break;
+      case PrepareStage::kLower:
         classify(prepared.status());
         break;
-      case StagedPrepareStage::kFit:
+      case PrepareStage::kFit:
         // A misfit, or a kernel this chip cannot run at all (a TPU kernel on a GPU).
         b.reason = IsMisfit(prepared.status()) ? Infeasibility::kTilingMisfit
                                                : Infeasibility::kBackendRefusal;
         break;
-      case StagedPrepareStage::kCost:
-        b.reason = Infeasibility::kError;
-        break;
     }
     return b;
   }
-  b.prepared = std::make_shared<const StagedStep>(std::move(prepared).value());
+  b.step = std::make_shared<const PreparedStep>(std::move(prepared).value());
   return b;
 }
 
@@ -252,46 +231,26 @@ PointResult SweepEvaluator::Evaluate(int64_t point) {
   }
   r.tilings = block.tilings;
   const RoutingSpec& routing = e_.routings()[scenario.routing];
-  int64_t tokens = 0;
-  if (engine_ == SweepEngine::kPredict) {
-    absl::StatusOr<Prediction> p = PredictWithRouting(
-        *block.predict_step, routing, {.detail = false, .cache = block.predict_cache.get()});
-    if (!p.ok()) {
-      r.reason = Infeasibility::kError;
-      r.message = OneLine(p.status().message());
-      return r;
-    }
-    tokens = block.predict_step->options().spec.tokens();
-    r.step_seconds = p->step_seconds;
-    r.mfu = p->mfu;
-    r.exposed_communication_seconds = p->exposed_communication;
-    r.compute_busy_seconds = p->compute_busy;
-    r.communication_busy_seconds = p->communication_busy;
-    for (const PhaseTotal& t : p->phases) {
-      for (int k = 0; k < kNumSweepPhases; ++k) {
-        if (t.phase == kSweepPhaseNames[k]) r.phase_seconds[k] = t.seconds;
-      }
-    }
-    r.hbm_bytes = p->memory.total;
-    r.hbm_capacity_bytes = p->memory.capacity;
-  } else {
-    absl::StatusOr<StagedResult> routed = EvaluateStagedRouting(
-        *block.prepared, routing, e_.space().routings[scenario.routing], routed_);
-    if (!routed.ok()) {
-      r.reason = Infeasibility::kError;
-      r.message = OneLine(routed.status().message());
-      return r;
-    }
-    tokens = block.prepared->spec.tokens();
-    r.step_seconds = routed->step_seconds;
-    r.mfu = routed->mfu;
-    r.exposed_communication_seconds = routed->exposed_communication;
-    r.compute_busy_seconds = routed->compute_busy;
-    r.communication_busy_seconds = routed->communication_busy;
-    r.phase_seconds = routed->phase_seconds;
-    r.hbm_bytes = routed->hbm_total;
-    r.hbm_capacity_bytes = routed->hbm_capacity;
+  absl::StatusOr<Prediction> p =
+      PredictWithRouting(*block.step, routing, {.detail = false, .cache = &cache_});
+  if (!p.ok()) {
+    r.reason = Infeasibility::kError;
+    r.message = OneLine(p.status().message());
+    return r;
   }
+  const int64_t tokens = block.step->options().spec.tokens();
+  r.step_seconds = p->step_seconds;
+  r.mfu = p->mfu;
+  r.exposed_communication_seconds = p->exposed_communication;
+  r.compute_busy_seconds = p->compute_busy;
+  r.communication_busy_seconds = p->communication_busy;
+  for (const PhaseTotal& t : p->phases) {
+    for (int k = 0; k < kNumPredictPhases; ++k) {
+      if (t.phase == kPredictPhaseNames[k]) r.phase_seconds[k] = t.seconds;
+    }
+  }
+  r.hbm_bytes = p->memory.total;
+  r.hbm_capacity_bytes = p->memory.capacity;
   r.has_metrics = true;
   if (r.step_seconds > 0) {
     r.tokens_per_second_per_chip =

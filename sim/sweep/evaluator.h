@@ -13,18 +13,20 @@
 //                     footprint does not fit VMEM / shared memory; with search, no tiling fits
 //   lowering_failed   any other lowering error
 //   hbm_over_capacity the plan's HBM per device exceeds the chip's (its figures are kept)
-//   error             costing failed (e.g. a routing file of the wrong width)
+//   error             costing failed (e.g. a routing file of the wrong width, or with one row
+//                     per token shard for another count of shards than the point's dp·fsdp·ep)
 //
-// Engines: kStaged (default) evaluates with sim/sweep/staged_predict.h; kPredict with
-// sim/predict's own stages (PrepareStep once per block, PredictWithRouting without detail per
-// point, a PredictCache per block). Both give the same bits (tests/sweep check it); kStaged is
-// the faster (bench/sweep_bench.cc), kPredict cannot drift from `perfsim predict`.
+// Every point is evaluated by sim/predict, the one model of the step time `perfsim predict`
+// reports: PrepareStep once per block of points that share a lowered module (same
+// factorisation, backend, batch, tiling; the last few blocks are kept), then
+// PredictWithRouting without detail per point, with one PredictCache per evaluator. A point's
+// figures are therefore those of `perfsim predict` on the same scenario, bit for bit
+// (tests/sweep check it).
 //
-// Caching (sim/sweep/staged_predict.h has the stages): the points of a block share one
-// prepared step (the last few blocks are kept); tiling searches are cached by kernel problem;
-// routing matrices, grouped-matmul costs and ragged all-to-all costs by what they depend on.
-// Cached values are pure functions of their keys, so results do not depend on the order in
-// which points are evaluated (what --jobs and --shard rely on).
+// Caching: tiling searches by kernel problem; in the PredictCache, grouped-matmul and ragged
+// all-to-all costs by what they depend on (shared by every block: one chip and slice) and each
+// (block, routing)'s durations. Cached values are pure functions of their keys, so results do
+// not depend on the order in which points are evaluated (what --jobs and --shard rely on).
 #ifndef PERFSIM_SIM_SWEEP_EVALUATOR_H_
 #define PERFSIM_SIM_SWEEP_EVALUATOR_H_
 
@@ -40,7 +42,6 @@
 #include "sim/fit/kernels.h"
 #include "sim/predict/predict.h"
 #include "sim/sweep/space.h"
-#include "sim/sweep/staged_predict.h"
 
 namespace perfsim {
 
@@ -71,9 +72,10 @@ struct PointResult {
   double exposed_communication_seconds = 0;
   double compute_busy_seconds = 0;
   double communication_busy_seconds = 0;
-  std::array<double, kNumSweepPhases> phase_seconds{};  // busy time per phase, slowest device
-  double hbm_bytes = 0;                                 // per device
-  double hbm_capacity_bytes = 0;                        // per device
+  std::array<double, kNumPredictPhases> phase_seconds{};  // busy time per phase, slowest device,
+                                                          // in kPredictPhaseNames order
+  double hbm_bytes = 0;                                   // per device
+  double hbm_capacity_bytes = 0;                          // per device
   // The kernel tilings the plan runs ("" for backends without tilings); with search, the ones
   // it chose: "wi=tm,tk,tn/..,../.. wo=...".
   std::string tilings;
@@ -82,24 +84,18 @@ struct PointResult {
 };
 
 struct SweepCacheStats {
-  int64_t blocks_prepared = 0;  // PrepareStagedStep calls (lowering + costing)
+  int64_t blocks_prepared = 0;  // PrepareStep calls (lowering + costing)
   int64_t block_hits = 0;       // points that found their block prepared
   int64_t searches = 0;         // SearchTilings calls
   int64_t search_hits = 0;
-  int64_t grouped_hits = 0, grouped_misses = 0;
+  int64_t grouped_hits = 0, grouped_misses = 0;  // PredictCache::Stats
   int64_t a2a_hits = 0, a2a_misses = 0;
   void Add(const SweepCacheStats& o);
 };
 
-enum class SweepEngine { kStaged, kPredict };
-// "staged", "predict".
-absl::StatusOr<SweepEngine> ParseSweepEngine(absl::string_view text);
-
 class SweepEvaluator {
  public:
-  explicit SweepEvaluator(const SweepEnumeration& enumeration,
-                          SweepEngine engine = SweepEngine::kStaged)
-      : e_(enumeration), engine_(engine) {}
+  explicit SweepEvaluator(const SweepEnumeration& enumeration) : e_(enumeration) {}
   PointResult Evaluate(int64_t point);
   SweepCacheStats stats() const;
 
@@ -109,9 +105,7 @@ class SweepEvaluator {
     Infeasibility reason = Infeasibility::kNone;
     std::string message;
     std::string tilings;
-    std::shared_ptr<const StagedStep> prepared;        // kStaged
-    std::shared_ptr<const PreparedStep> predict_step;  // kPredict
-    std::shared_ptr<PredictCache> predict_cache;
+    std::shared_ptr<const PreparedStep> step;
   };
   const Block& BlockFor(const Scenario& scenario);
   Block PrepareBlock(const Scenario& scenario);
@@ -119,10 +113,9 @@ class SweepEvaluator {
   absl::Status SearchTilings(StepSpec& spec, std::string& why_not);
 
   const SweepEnumeration& e_;
-  SweepEngine engine_;
   std::deque<Block> blocks_;  // most recent last
   absl::flat_hash_map<std::string, std::optional<Tiling>> searched_;
-  StagedCaches routed_;
+  PredictCache cache_;
   SweepCacheStats stats_;
 };
 

@@ -139,11 +139,11 @@ std::string WhyBeatsNext(const SweepEnumeration& e, const PointResult& a, const 
   // The largest saving among the phases and the exposed communication.
   std::string where;
   double best = 0;
-  for (int p = 0; p < kNumSweepPhases; ++p) {
+  for (int p = 0; p < kNumPredictPhases; ++p) {
     const double saving = b.phase_seconds[p] - a.phase_seconds[p];
     if (saving > best) {
       best = saving;
-      where = kSweepPhaseNames[p];
+      where = kPredictPhaseNames[p];
     }
   }
   const double exposed = b.exposed_communication_seconds - a.exposed_communication_seconds;

@@ -43,7 +43,7 @@ SweepRun RunSweep(const SweepEnumeration& e, const SweepRunOptions& options) {
   run.planned = static_cast<int64_t>(points.size());
   const int64_t total = run.planned;
   if (options.jobs <= 1) {
-    SweepEvaluator evaluator(e, options.engine);
+    SweepEvaluator evaluator(e);
     for (int64_t p : points) {
       if (SweepInterruptRequested()) break;
       run.results.push_back(evaluator.Evaluate(p));
@@ -59,7 +59,7 @@ SweepRun RunSweep(const SweepEnumeration& e, const SweepRunOptions& options) {
     std::vector<std::thread> workers;
     for (int64_t j = 0; j < options.jobs; ++j) {
       workers.emplace_back([&] {
-        SweepEvaluator evaluator(e, options.engine);
+        SweepEvaluator evaluator(e);
         std::vector<PointResult> mine;
         for (size_t u = next++; u < units.size(); u = next++) {
           for (size_t k = units[u].first; k < units[u].second; ++k) {

@@ -33,7 +33,6 @@ struct SweepRunOptions {
   int64_t shard = 0;
   int64_t shard_count = 1;
   int64_t jobs = 1;
-  SweepEngine engine = SweepEngine::kStaged;
   // Called on the calling thread with the points evaluated so far (after every point with one
   // job; about ten times a second with more).
   std::function<void(int64_t done, int64_t total)> progress;

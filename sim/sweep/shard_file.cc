@@ -17,7 +17,7 @@ namespace perfsim {
 namespace {
 
 constexpr absl::string_view kMagic = "perfsim-sweep-shard 1";
-constexpr int kNumbers = 8 + kNumSweepPhases;
+constexpr int kNumbers = 8 + kNumPredictPhases;
 
 std::string Exact(double v) { return absl::StrFormat("%.17g", v); }
 
@@ -102,7 +102,7 @@ absl::StatusOr<PointResult> ParseResult(absl::string_view line, const Cursor& c)
   r.communication_busy_seconds = numbers[5];
   r.hbm_bytes = numbers[6];
   r.hbm_capacity_bytes = numbers[7];
-  for (int p = 0; p < kNumSweepPhases; ++p) r.phase_seconds[p] = numbers[8 + p];
+  for (int p = 0; p < kNumPredictPhases; ++p) r.phase_seconds[p] = numbers[8 + p];
   const auto& last = tokens.back();
   size_t at = static_cast<size_t>(last.second - 1) + last.first.size() + 1;
   PERFSIM_ASSIGN_OR_RETURN(r.tilings, Quoted(line, at, c));

@@ -14,7 +14,7 @@
 //   ...
 //   end 300
 //
-// (REASON as InfeasibilityName; P0..P7 the phase seconds in kSweepPhaseNames order; TILINGS
+// (REASON as InfeasibilityName; P0..P7 the phase seconds in kPredictPhaseNames order; TILINGS
 // and MESSAGE C-escaped.) The fingerprint is that of the space text, so a file whose space was
 // edited is refused.
 //

@@ -79,9 +79,9 @@ std::string Plan(const SweepEnumeration& e, const PointResult& r) {
 
 std::string PhasesLine(const PointResult& r) {
   std::vector<std::string> parts;
-  for (int p = 0; p < kNumSweepPhases; ++p) {
+  for (int p = 0; p < kNumPredictPhases; ++p) {
     if (r.phase_seconds[p] > 0) {
-      parts.push_back(absl::StrCat(kSweepPhaseNames[p], " ", Ms(r.phase_seconds[p])));
+      parts.push_back(absl::StrCat(kPredictPhaseNames[p], " ", Ms(r.phase_seconds[p])));
     }
   }
   return absl::StrJoin(parts, ", ");
@@ -194,8 +194,8 @@ std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>&
                     ", \"hbm_capacity_bytes\": ", Num(r.hbm_capacity_bytes),
                     ", \"exposed_communication_seconds\": ", Num(r.exposed_communication_seconds),
                     ", \"phases\": {");
-    for (int ph = 0; ph < kNumSweepPhases; ++ph) {
-      absl::StrAppend(&out, ph ? ", " : "", Json(kSweepPhaseNames[ph]), ": ",
+    for (int ph = 0; ph < kNumPredictPhases; ++ph) {
+      absl::StrAppend(&out, ph ? ", " : "", Json(kPredictPhaseNames[ph]), ": ",
                       Num(r.phase_seconds[ph]));
     }
     absl::StrAppend(&out, "}, \"pareto\": ", s.on_pareto[s.ranked[k]] ? "true" : "false",
@@ -223,7 +223,7 @@ std::string SweepCsv(const SweepEnumeration& e, const std::vector<PointResult>& 
       "index,status,reason,dp,fsdp,ep,tp,backend,batch_per_device,tiling,tilings,routing,"
       "step_seconds,tokens_per_second_per_chip,mfu,hbm_bytes,hbm_capacity_bytes,"
       "exposed_communication_seconds";
-  for (const char* phase : kSweepPhaseNames) absl::StrAppend(&out, ",", phase, "_seconds");
+  for (const char* phase : kPredictPhaseNames) absl::StrAppend(&out, ",", phase, "_seconds");
   absl::StrAppend(&out, ",on_pareto,rank,message\n");
   std::vector<int64_t> rank(results.size(), 0);
   for (size_t k = 0; k < s.ranked.size(); ++k) rank[s.ranked[k]] = static_cast<int64_t>(k) + 1;

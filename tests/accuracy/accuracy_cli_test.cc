@@ -246,7 +246,20 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
   // Every field of the block is written; those no row informs keep the file's value.
   EXPECT_THAT(ReadFileOrDie(path), HasSubstr("collective_ring_fraction_of_peak: 1  # no row "
                                              "informs it: unchanged"));
-  EXPECT_GT(h800.proto().efficiency().collective_overhead_seconds(), 0);
+  // An overhead its rows predict better without out of sample is written as 0, saying why
+  // (sim/accuracy/calibration.h): the DeepGEMM rows' per-group cost.
+  EXPECT_EQ(h800.proto().efficiency().grouped_matmul_overhead_seconds_per_group(), 0);
+  EXPECT_THAT(ReadFileOrDie(path), HasSubstr("grouped_matmul_overhead_seconds_per_group: 0  # 0 "
+                                             "us; not kept: M001 M002 M003 M004"));
+  // The HybridEP rows are Torch-API timings: their fixed cost per call is reported, not written
+  // into the chip as a collective overhead.
+  const std::string h100 = ReadFileOrDie((dir / "gpu_h100.textproto").string());
+  const size_t field = h100.find("\n  collective_overhead_seconds: ");
+  ASSERT_NE(field, std::string::npos);
+  EXPECT_THAT(h100.substr(field + 1, h100.find('\n', field + 1) - field - 1),
+              ::testing::EndsWith("# 0 us; no row informs it: unchanged"));
+  EXPECT_THAT(h100, HasSubstr("# Not written: 606"));
+  EXPECT_THAT(wrote.out, HasSubstr("api_overhead_seconds (not written)"));
   // A chip no row is on (gpu_a100) is not touched, not even read.
   EXPECT_THAT(wrote.out, ::testing::Not(HasSubstr("gpu_a100")));
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/accuracy/scenario.h"
 #include "sim/hw/chip.h"
 #include "sim/util/status_matchers.h"
 #include "tests/accuracy/accuracy_test_util.h"
@@ -114,6 +115,111 @@ TEST(Calibration, RowsOfOneLengthDoNotFitAnOverhead) {
   EXPECT_EQ(cal.chips.at("c").fitted_on.count(FactorKind::kDirect), 1u);
   // 10 / f = 15: f = 2/3 up to the prior's pull (x = ln f minimises 2 (x - ln 2/3)^2 + 0.01 x^2).
   EXPECT_NEAR(cal.For("c").Get(FactorKind::kDirect), std::exp(std::log(2.0 / 3) * 2 / 2.01), 1e-9);
+}
+
+TEST(Calibration, ApiTimedRowsFitTheApiOverheadNotTheChipOverhead) {
+  // The rows of FitsAnOverheadThatExplainsShortRows, timed around a host API: the same
+  // objective, so the same optimum (o = 29.79 us, h = 0.9961), but o is the API term and the
+  // chip's collective overhead is not fitted (it stays 0).
+  RowModel shorter = OneTerm("c", FactorKind::kHbm, 10e-6);
+  shorter.overhead = FactorKind::kCommOverhead;
+  shorter.invocations = 1;
+  shorter.api_calls = 1;
+  RowModel longer = OneTerm("c", FactorKind::kHbm, 100e-6);
+  longer.overhead = FactorKind::kCommOverhead;
+  longer.invocations = 1;
+  longer.api_calls = 1;
+  const std::vector<CalibrationRow> rows = {{"S", &shorter, 40e-6}, {"L", &longer, 130e-6}};
+  const Calibration cal = FitCalibration(rows);
+  const ChipCalibration& c = cal.chips.at("c");
+  EXPECT_NEAR(c.factors.Get(FactorKind::kApiOverhead), 29.79e-6, 0.01e-6);
+  EXPECT_NEAR(c.factors.Get(FactorKind::kHbm), 0.9961, 0.0002);
+  EXPECT_EQ(c.factors.Get(FactorKind::kCommOverhead), 0.0);
+  EXPECT_EQ(c.fitted_on.count(FactorKind::kCommOverhead), 0u);
+  EXPECT_THAT(c.fitted_on.at(FactorKind::kApiOverhead), ::testing::ElementsAre("S", "L"));
+  // The block keeps the file's collective overhead and names the API term only in a comment.
+  EfficiencySpec previous;
+  previous.set_collective_overhead_seconds(2e-6);
+  const std::string block = EfficiencyBlock(c, previous, "cal.csv");
+  EXPECT_THAT(block, HasSubstr("collective_overhead_seconds: 2e-06  # 2 us; no row informs it"));
+  EXPECT_THAT(block, HasSubstr("  # Not written: 29.79 us per call of host-API timing, fitted on "
+                               "S L\n"));
+  EXPECT_THAT(block, Not(HasSubstr("api_overhead_seconds:")));
+}
+
+TEST(Calibration, KeepsAnOverheadThatPredictsItsRowsOutOfSample) {
+  // t = 30 us + w exactly, for w = 10, 100 and 1000 us: any two rows recover o close to 30 us
+  // (the prior pulls a little) and predict the third within a few percent; without o, one
+  // fraction cannot fit a 4x and a 1.03x slowdown at once, so leave-one-out misses by 10s of %.
+  std::vector<RowModel> models;
+  for (double w : {10e-6, 100e-6, 1000e-6}) {
+    RowModel m = OneTerm("c", FactorKind::kHbm, w);
+    m.overhead = FactorKind::kGemmOverhead;
+    m.invocations = 1;
+    models.push_back(m);
+  }
+  const std::vector<CalibrationRow> rows = {
+      {"A", &models[0], 40e-6}, {"B", &models[1], 130e-6}, {"C", &models[2], 1030e-6}};
+  const ChipCalibration c = FitCalibration(rows).chips.at("c");
+  const OverheadSelection& choice = c.overhead_selection.at(FactorKind::kGemmOverhead);
+  EXPECT_TRUE(choice.kept);
+  EXPECT_LT(choice.loo_rms_log_error_with, 0.05);
+  EXPECT_GT(choice.loo_rms_log_error_without, 0.3);
+  EXPECT_NEAR(c.factors.Get(FactorKind::kGemmOverhead), 30e-6, 1e-6);
+}
+
+TEST(Calibration, DropsAnOverheadItsRowsPredictBetterWithout) {
+  // The DeepGEMM rows (M001-M004, H800) could fit a per-group overhead (their per-group times
+  // span 3.4x). The test repeats the rule with the selection off: each row predicted by a fit
+  // on the other three, with and without the overhead; the root mean square log errors must be
+  // the ones recorded, and the overhead dropped exactly when it is lower without.
+  std::vector<RowModel> models;
+  std::vector<std::string> ids = {"M001", "M002", "M003", "M004"};
+  for (const std::string& id : ids) {
+    absl::StatusOr<MappedRow> mapped = MapMeasurement(::perfsim::testing::CalibrationRow(id));
+    ASSERT_TRUE(mapped.ok() && mapped->scenario.has_value()) << id;
+    PERFSIM_ASSERT_OK_AND_ASSIGN(RowModel m, BuildRowModel(*mapped->scenario));
+    models.push_back(m);
+  }
+  std::vector<CalibrationRow> rows;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    rows.push_back({ids[i], &models[i], ::perfsim::testing::CalibrationRow(ids[i]).value.value});
+  }
+  auto loo = [&](const FitOptions& options) {
+    double sum = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<CalibrationRow> others;
+      for (size_t j = 0; j < rows.size(); ++j) {
+        if (j != i) others.push_back(rows[j]);
+      }
+      const ChipFactors f = FitCalibration(others, options).For("gpu_h800");
+      const double e = std::log(ModelValue(models[i], f) / rows[i].measured);
+      sum += e * e;
+    }
+    return std::sqrt(sum / static_cast<double>(rows.size()));
+  };
+  const double with = loo({.select_overheads = false});
+  const double without = loo({.select_overheads = false, .excluded = {FactorKind::kGemmOverhead}});
+  const ChipCalibration c = FitCalibration(rows).chips.at("gpu_h800");
+  const OverheadSelection& choice = c.overhead_selection.at(FactorKind::kGemmOverhead);
+  EXPECT_EQ(choice.loo_rms_log_error_with, with);
+  EXPECT_EQ(choice.loo_rms_log_error_without, without);
+  EXPECT_EQ(choice.kept, !(without < with));
+  EXPECT_THAT(choice.rows, ::testing::ElementsAreArray(ids));
+  // With the epilogue write in the model (sim/cost/grouped_matmul.h), these rows do not
+  // demand a per-group cost: it is dropped, 0, and the block says why.
+  EXPECT_FALSE(choice.kept);
+  EXPECT_EQ(c.factors.Get(FactorKind::kGemmOverhead), 0.0);
+  EXPECT_EQ(c.fitted_on.count(FactorKind::kGemmOverhead), 0u);
+  EfficiencySpec previous;
+  previous.set_grouped_matmul_overhead_seconds_per_group(22.67e-6);  // a stale fitted value
+  EXPECT_THAT(EfficiencyBlock(c, previous, "cal.csv"),
+              HasSubstr("grouped_matmul_overhead_seconds_per_group: 0  # 0 us; not kept: M001 "
+                        "M002 M003 M004 predict each other better without it"));
+  // The fit without it equals a fit that never had it.
+  const ChipFactors never =
+      FitCalibration(rows, {.excluded = {FactorKind::kGemmOverhead}}).For("gpu_h800");
+  EXPECT_EQ(c.factors.values, never.values);
 }
 
 TEST(Calibration, ChipsAreFittedIndependentlyAndDeterministically) {

@@ -47,21 +47,57 @@ double Hit(double m, double e, int k) {
   return 1 - miss;
 }
 
-TEST(RowModel, DeepGemmPhysicsIsTheFp8Roofline) {
+TEST(RowModel, DeepGemmPhysicsIsTheFp8RooflinePlusTheEpilogueWrite) {
   // M001 on H800 (fp8 peak 1.979e15 FLOP/s, HBM 3.35e12 B/s, 1 us launch): useful flops
-  // 2 * 32768 * 7168 * 4096; HBM bytes: lhs 32768 * 7168 (fp8, read once: one tile spans n),
-  // rhs 4 * 7168 * 4096 (each group's weights once), out 32768 * 4096 * 2 (bf16).
+  // 2 * 32768 * 7168 * 4096 (972 us); operands streamed under the main loop: lhs 32768 * 7168
+  // (fp8, read once: one tile spans n) + rhs 4 * 7168 * 4096 (each group's weights once),
+  // 105 us; the epilogue writes out 32768 * 4096 * 2 B (bf16) after the loop, 80 us, not
+  // overlapped (sim/cost/grouped_matmul.h): seconds = max(972, 105) + 80 + 1 us.
   const RowModel m = MustModel("M001");
   const double flops = 2.0 * 32768 * 7168 * 4096;
   const double compute = flops / 1.979e15;
-  const double memory = (32768.0 * 7168 + 4.0 * 7168 * 4096 + 32768.0 * 4096 * 2) / 3.35e12;
-  const double seconds = std::max(compute, memory) + 1e-6;
+  const double operands = (32768.0 * 7168 + 4.0 * 7168 * 4096) / 3.35e12;
+  const double epilogue = 32768.0 * 4096 * 2 / 3.35e12;
+  const double seconds = std::max(compute, operands) + epilogue + 1e-6;
   EXPECT_REL(ModelSeconds(m, ChipFactors()), seconds, 1e-9);
   EXPECT_REL(ModelValue(m, ChipFactors()), flops / seconds / 1e12, 1e-9);
-  // 60% of the matrix peak: the compute term grows by 1 / 0.6.
+  // 60% of the matrix peak: the compute term grows by 1 / 0.6; 80% of the HBM rate slows the
+  // epilogue by 1 / 0.8 (the operands stay hidden under compute).
   ChipFactors f;
   f.Set(FactorKind::kMatmul, 0.6);
-  EXPECT_REL(ModelSeconds(m, f), compute / 0.6 + 1e-6, 1e-9);
+  f.Set(FactorKind::kHbm, 0.8);
+  EXPECT_REL(ModelSeconds(m, f), compute / 0.6 + epilogue / 0.8 + 1e-6, 1e-9);
+  // The row is compute bound, and its epilogue informs the HBM fraction.
+  EXPECT_TRUE(ModelInforms(m, FactorKind::kMatmul));
+  EXPECT_TRUE(ModelInforms(m, FactorKind::kHbm));
+  ASSERT_EQ(m.serial_terms.size(), 1u);
+  EXPECT_EQ(m.serial_terms[0].factor, FactorKind::kHbm);
+}
+
+TEST(RowModel, ApiTimedRowsPayTheApiOverheadInsteadOfInformingTheChipOverhead) {
+  // M057 (HybridEP) says "Torch API timing": one API call per row. M017 (DeepEP) says nothing
+  // of the kind: device time.
+  const RowModel api = MustModel("M057");
+  const RowModel device = MustModel("M017");
+  EXPECT_EQ(api.api_calls, 1);
+  EXPECT_EQ(device.api_calls, 0);
+  ChipFactors f;
+  f.Set(FactorKind::kApiOverhead, 600e-6);
+  EXPECT_REL(ModelSeconds(api, f), ModelSeconds(api, ChipFactors()) + 600e-6, 1e-12);
+  EXPECT_EQ(ModelSeconds(device, f), ModelSeconds(device, ChipFactors()));
+  // The API-timed row's fixed cost per call cannot be split between host and device: it
+  // informs the API term, not the chip's collective overhead, which it still pays.
+  EXPECT_TRUE(ModelInforms(api, FactorKind::kApiOverhead));
+  EXPECT_FALSE(ModelInforms(api, FactorKind::kCommOverhead));
+  EXPECT_TRUE(ModelInforms(api, FactorKind::kHierarchical));
+  EXPECT_FALSE(ModelInforms(device, FactorKind::kApiOverhead));
+  EXPECT_TRUE(ModelInforms(device, FactorKind::kCommOverhead));
+  ChipFactors chip_overhead;
+  chip_overhead.Set(FactorKind::kCommOverhead, 5e-6);
+  EXPECT_REL(ModelSeconds(api, chip_overhead), ModelSeconds(api, ChipFactors()) + 5e-6, 1e-12);
+  // Not a chip property: a chip built with the factors has no field for it.
+  EXPECT_FALSE(IsChipProperty(FactorKind::kApiOverhead));
+  EXPECT_TRUE(IsChipProperty(FactorKind::kCommOverhead));
 }
 
 TEST(RowModel, TpuAllGatherPhysicsIsTheOpenLineRing) {
@@ -137,6 +173,8 @@ TEST(RowModel, FactorsMatchAResimulationWithTheFactorsInTheChip) {
   f.Set(FactorKind::kHierarchical, 0.9);
   f.Set(FactorKind::kGemmOverhead, 0.25e-6);
   f.Set(FactorKind::kCommOverhead, 7e-6);
+  // Not a chip property and not paid by these device-timed rows: no effect on either side.
+  f.Set(FactorKind::kApiOverhead, 1e-3);
   // A staged ring (M180, M181) and routed all-to-alls over NVLink and IB (M178, M179).
   for (const std::string id : {"M180", "M181", "M178", "M179"}) {
     const Scenario s = MustScenario(CalibrationRow(id));
@@ -154,8 +192,9 @@ TEST(RowModel, FactorsMatchAResimulationWithTheFactorsInTheChip) {
     EXPECT_EQ(c.plateau, plateau) << id;
     EXPECT_REL(ModelSeconds(MustModel(id), f), t->seconds - (plateau ? 7e-6 : 0.0), 1e-12) << id;
   }
-  // Grouped matmuls: compute bound on H800 (M002, 4 groups), memory bound on v7x (M099, 64
-  // groups of which 30 have rows); the overhead is charged per group, empty ones included.
+  // Grouped matmuls: compute bound on H800 (M002, 4 groups; the epilogue write after the main
+  // loop), memory bound on v7x (M099, 64 groups of which 30 have rows); the overhead is
+  // charged per group, empty ones included.
   for (const std::string id : {"M002", "M099"}) {
     const Scenario gemm = MustScenario(CalibrationRow(id));
     PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ChipWithFactors(gemm.chip, f));

@@ -46,6 +46,30 @@ TEST(Scenario, EveryReferenceRowMaps) {
   }
 }
 
+TEST(Scenario, TimingMethodIsWhatTheRowSaysNotWhichLibraryItIs) {
+  // The HybridEP rows say "Torch API timing" in backend_kernel; their notes also quote
+  // kernel-only figures, which do not make the value a kernel time.
+  for (const char* id : {"M057", "M058", "M059", "M060", "M061", "M062", "M063", "M064", "M065"}) {
+    EXPECT_EQ(RowTimingMethod(CalibrationRow(id)), TimingMethod::kHostApi) << id;
+    EXPECT_THAT(MustMap(CalibrationRow(id)).description, HasSubstr("timed around the host API"));
+  }
+  // DeepGEMM, DeepEP, "device time (xprof, ...)", NCCL statements: device time.
+  for (const char* id : {"M001", "M015", "M098", "M178", "M180"}) {
+    EXPECT_EQ(RowTimingMethod(CalibrationRow(id)), TimingMethod::kDevice) << id;
+    EXPECT_EQ(MustMap(CalibrationRow(id)).timing, TimingMethod::kDevice) << id;
+  }
+  // The rule reads backend_kernel and metric, any case, for any library or category.
+  const Measurement wall = OneRow(
+      "A,kernel_grouped_gemm,H100 SXM,1,,,,,,bf16,my kernel,\"groups=2; M_per_group=256; N=256; "
+      "K=256\",Wall-Clock time,5,us,,");
+  EXPECT_EQ(RowTimingMethod(wall), TimingMethod::kHostApi);
+  EXPECT_EQ(MustMap(wall).timing, TimingMethod::kHostApi);
+  const Measurement notes_only = OneRow(
+      "B,kernel_grouped_gemm,H100 SXM,1,,,,,,bf16,my kernel,\"groups=2; M_per_group=256; N=256; "
+      "K=256\",kernel time,5,us,,API timing was 9 us");
+  EXPECT_EQ(RowTimingMethod(notes_only), TimingMethod::kDevice);
+}
+
 TEST(Scenario, DeepGemmRowIsFourGroupsOfFp8OnOneTilePerGpuBlock) {
   // M001: groups=4; M_per_group=8192; N=4096; K=7168, FP8 e4m3 in, BF16 out, H800.
   const Scenario s = MustMap(CalibrationRow("M001"));

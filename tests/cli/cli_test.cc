@@ -8,25 +8,18 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
+
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct CliResult {
-  int code;
-  std::string out;
-  std::string err;
-};
 
-CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
-}
 
 std::string WriteTempFile(const std::string& name, const std::string& contents) {
   const std::string path = ::testing::TempDir() + "/" + name;

@@ -11,25 +11,18 @@
 #include "sim/ir/hlo_parser.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/ir/verifier.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CliResult {
-  int code;
-  std::string out;
-  std::string err;
-};
 
-CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
-}
 
 TEST(LowerCliTest, EveryBackendPrintsAModuleThatParsesVerifiesAndRoundTrips) {
   // Each backend on a mesh it supports (ep for the expert-parallel ones), forward and backward,
@@ -168,7 +161,7 @@ TEST(ValidateCliTest, AFailureIsExitOneNamingBackendTensorIndexAndValues) {
   CliResult r = RunCli({"validate", "--hlo", "-"}, text);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("FAIL"));
-  EXPECT_THAT(r.out, testing::ContainsRegex(
+  EXPECT_THAT(r.out, ::testing::ContainsRegex(
                          "y differs from the reference at \\[[0-9]+,[0-9]+\\]: got -?[0-9.e-]+, "
                          "want -?[0-9.e-]+ \\(relative error"));
   // The JSON names the same: backend, the tensor and its index, and both values.
@@ -177,7 +170,7 @@ TEST(ValidateCliTest, AFailureIsExitOneNamingBackendTensorIndexAndValues) {
   EXPECT_THAT(r.out, HasSubstr("\"backend\": \"-\""));
   EXPECT_THAT(r.out, HasSubstr("\"status\": \"fail\""));
   EXPECT_THAT(r.out, HasSubstr("{\"tensor\": \"y\", \"max_rel_error\": "));
-  EXPECT_THAT(r.out, testing::ContainsRegex("\"index\": \\[[0-9]+, [0-9]+\\], \"got\": "));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\"index\": \\[[0-9]+, [0-9]+\\], \"got\": "));
   // A backend's failing case names the backend: sparse_ragged_dot sums each token's K expert
   // outputs where dense_einsum sums all E (zeros included), so they differ in the last bits; a
   // tolerance of 1e-12 turns that into a failure.
@@ -185,7 +178,7 @@ TEST(ValidateCliTest, AFailureIsExitOneNamingBackendTensorIndexAndValues) {
               "fwd_bwd", "--router", "softmax_topk", "--routing", "random", "--tolerance",
               "1e-12"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
-  EXPECT_THAT(r.out, testing::ContainsRegex(
+  EXPECT_THAT(r.out, ::testing::ContainsRegex(
                          "sparse_ragged_dot: [a-z_0-9]+ differs from dense_einsum at "
                          "\\[[0-9,]+\\]: got -?[0-9.e-]+, want -?[0-9.e-]+ \\(relative error "
                          "[0-9.e-]+ > 1e-12\\)"));

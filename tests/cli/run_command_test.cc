@@ -16,26 +16,19 @@
 #include "gtest/gtest.h"
 #include "sim/interp/npy.h"
 #include "sim/util/status_matchers.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
+
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
 
 using ::testing::HasSubstr;
 
 const std::string kJaxDir = std::string(PERFSIM_TESTDATA_DIR) + "/hlo/jax/";
 
-struct CliResult {
-  int code;
-  std::string out;
-  std::string err;
-};
 
-CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
-}
 
 // A fresh, empty directory under the test's temporary directory.
 std::string FreshDir(const std::string& name) {

@@ -11,31 +11,23 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
+
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
 
 using ::testing::HasSubstr;
 
 const std::string kJaxDir = std::string(PERFSIM_TESTDATA_DIR) + "/hlo/jax/";
 const std::string kCorpusDir = std::string(PERFSIM_SHARED_DIR) + "/reference/xla_hlo_corpus/";
 
-struct CliRun {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-CliRun Cost(const std::vector<std::string>& args) {
+CliResult Cost(const std::vector<std::string>& args) {
   std::vector<std::string> full = {"cost"};
   full.insert(full.end(), args.begin(), args.end());
-  std::istringstream in;
-  std::ostringstream out, err;
-  CliRun run;
-  run.code = RunPerfsim(full, in, out, err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
+  return RunCli(full);
 }
 
 google::protobuf::Struct ParseJson(const std::string& text) {
@@ -57,7 +49,7 @@ TEST(CostCommand, XlaCompatibleJsonTotalsAreXlasOwn) {
                                            .fields()
                                            .at("compiled_hlo_text")
                                            .struct_value();
-  const CliRun run = Cost({kJaxDir + "moe_ragged_dot_grad.compiled.hlo", "--hw", "tpu_v5p",
+  const CliResult run = Cost({kJaxDir + "moe_ragged_dot_grad.compiled.hlo", "--hw", "tpu_v5p",
                         "--xla-compatible", "--format=json"});
   ASSERT_EQ(run.code, 0) << run.err;
   const google::protobuf::Struct json = ParseJson(run.out);
@@ -81,7 +73,7 @@ TEST(CostCommand, XlaCompatibleJsonTotalsAreXlasOwn) {
 }
 
 TEST(CostCommand, TableListsEveryEntryInstructionAndATotal) {
-  const CliRun run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "gpu_h100"});
+  const CliResult run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "gpu_h100"});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("module jit_dot_general on gpu_h100 (true counts)"));
   EXPECT_THAT(run.out, HasSubstr("\ntotal "));
@@ -89,7 +81,7 @@ TEST(CostCommand, TableListsEveryEntryInstructionAndATotal) {
 }
 
 TEST(CostCommand, CollectiveModuleIsTimedOnTheSliceItNames) {
-  const CliRun run = Cost({kJaxDir + "collective_all_gather.compiled.hlo", "--hw", "tpu_v5p",
+  const CliResult run = Cost({kJaxDir + "collective_all_gather.compiled.hlo", "--hw", "tpu_v5p",
                         "--format=json"});
   ASSERT_EQ(run.code, 0) << run.err;
   const google::protobuf::Struct json = ParseJson(run.out);
@@ -107,7 +99,7 @@ TEST(CostCommand, CollectiveModuleIsTimedOnTheSliceItNames) {
 }
 
 TEST(CostCommand, BadInputIsAClearErrorWithExitTwo) {
-  CliRun run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "tpu_v99"});
+  CliResult run = Cost({kJaxDir + "dot_general.lowered.hlo", "--hw", "tpu_v99"});
   EXPECT_EQ(run.code, 2);
   EXPECT_THAT(run.err, HasSubstr("tpu_v99"));
   run = Cost({kJaxDir + "dot_general.lowered.hlo"});
@@ -135,7 +127,7 @@ TEST(CostCommand, EveryCommittedJaxModuleCostsInBothModes) {
       for (bool xla : {false, true}) {
         std::vector<std::string> args = {entry.path().string(), "--hw", hw, "--format=json"};
         if (xla) args.push_back("--xla-compatible");
-        const CliRun run = Cost(args);
+        const CliResult run = Cost(args);
         ASSERT_EQ(run.code, 0) << entry.path() << " " << hw << ": " << run.err;
         const google::protobuf::Struct json = ParseJson(run.out);
         const auto& totals = json.fields().at("totals").struct_value().fields();
@@ -159,7 +151,7 @@ TEST(CostCommand, EveryCorpusModuleCostsInBothModes) {
       for (bool xla : {false, true}) {
         std::vector<std::string> args = {entry.path().string(), "--hw", hw, "--format=json"};
         if (xla) args.push_back("--xla-compatible");
-        const CliRun run = Cost(args);
+        const CliResult run = Cost(args);
         ASSERT_EQ(run.code, 0) << entry.path() << " " << hw << ": " << run.err;
         const google::protobuf::Struct json = ParseJson(run.out);
         const double seconds =

@@ -3,12 +3,15 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/cost/op_counts.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/ir/hlo_parser.h"
+#include "sim/util/status.h"
 #include "sim/util/status_matchers.h"
 
 namespace perfsim {
@@ -144,6 +147,101 @@ TEST(GroupedMatmul, TimeIsTheRooflineOfExecutedFlopsAndTraffic) {
   EXPECT_DOUBLE_EQ(cost.overhead_seconds, 84 * 0.35e-6);
   EXPECT_DOUBLE_EQ(cost.seconds, cost.memory_seconds + 84 * 0.35e-6);
   EXPECT_TRUE(cost.unknown_rates.empty());
+  // A TPU kernel pipelines its output block with the operands: no separate epilogue.
+  EXPECT_EQ(cost.epilogue_seconds, 0.0);
+  EXPECT_EQ(cost.operand_seconds, cost.memory_seconds);
+}
+
+// The built-in chip with its efficiency block cleared: datasheet peaks (fractions 1, overheads
+// 0), whatever the shipped file is calibrated to.
+Chip DatasheetChip(const std::string& name) {
+  absl::StatusOr<Chip> chip = ResolveChip(name);
+  PERFSIM_CHECK(chip.ok()) << chip.status();
+  HardwareSpec spec = chip->proto();
+  spec.clear_efficiency();
+  absl::StatusOr<Chip> datasheet = Chip::FromProto(std::move(spec));
+  PERFSIM_CHECK(datasheet.ok()) << datasheet.status();
+  return *std::move(datasheet);
+}
+
+// DeepGEMM's FC2-like shape (shared/reference/calibration.csv M002): 4 groups of 8192 rows,
+// k = 2048, n = 7168, fp8 operands, bf16 out, one 128-row tile over all of k and n.
+GroupedMatmulSpec DeepGemmFc2Spec() {
+  GroupedMatmulSpec spec;
+  spec.m = 32768;
+  spec.k = 2048;
+  spec.n = 7168;
+  spec.num_groups = 4;
+  spec.group_sizes = std::vector<int64_t>(4, 8192);
+  spec.tm = 128;
+  spec.tk = 2048;
+  spec.tn = 7168;
+  spec.lhs_type = PrimitiveType::kF8E4M3FN;
+  spec.rhs_type = PrimitiveType::kF8E4M3FN;
+  spec.out_type = PrimitiveType::kBF16;
+  return spec;
+}
+
+TEST(GroupedMatmul, GpuEpilogueWriteIsNotOverlappedWithTheMainLoop) {
+  // H800 at datasheet peaks: 1.979e15 FLOP/s fp8, 3.35e12 B/s HBM, 1 us kernel launch.
+  // 256 m-tiles of 128 rows (group boundaries fall on tiles), one k and one n tile:
+  //   compute   2 * 32768 * 2048 * 7168 = 962072674304 flops / 1.979e15     = 486.1 us
+  //   operands  lhs 256 * 128 * 2048 * 1 B = 67108864 (read once: one n tile)
+  //             rhs 4 * 2048 * 7168 * 1 B  = 58720256 (each group's weights once)
+  //             (67108864 + 58720256) / 3.35e12                              =  37.6 us
+  //   epilogue  out 256 * 128 * 7168 * 2 B = 469762048 / 3.35e12              = 140.2 us
+  // seconds = max(compute, operands) + epilogue + launch = 627.3 us, where a roofline over all
+  // the bytes would give max(486.1, 177.8) + 1 = 487.1 us.
+  const Chip chip = DatasheetChip("gpu_h800");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(DeepGemmFc2Spec(), chip));
+  const double compute = 962072674304.0 / 1.979e15;
+  const double operands = (67108864.0 + 58720256.0) / 3.35e12;
+  const double epilogue = 469762048.0 / 3.35e12;
+  EXPECT_DOUBLE_EQ(cost.work.flops, 962072674304.0);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds, compute);
+  EXPECT_DOUBLE_EQ(cost.operand_seconds, operands);
+  EXPECT_DOUBLE_EQ(cost.epilogue_seconds, epilogue);
+  EXPECT_DOUBLE_EQ(cost.memory_seconds, (67108864.0 + 58720256.0 + 469762048.0) / 3.35e12);
+  EXPECT_DOUBLE_EQ(cost.overhead_seconds, 1e-6);
+  EXPECT_DOUBLE_EQ(cost.seconds, compute + epilogue + 1e-6);
+  EXPECT_EQ(cost.bound, Bound::kCompute);  // 486 us of compute vs 178 us of memory
+
+  // The epilogue is HBM traffic: half the HBM efficiency doubles it and the operand time.
+  HardwareSpec slower = chip.proto();
+  slower.mutable_efficiency()->set_hbm_fraction_of_peak(0.5);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip half, Chip::FromProto(std::move(slower)));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost derated,
+                               CostGroupedMatmul(DeepGemmFc2Spec(), half));
+  EXPECT_DOUBLE_EQ(derated.epilogue_seconds, 2 * epilogue);
+  EXPECT_DOUBLE_EQ(derated.seconds, compute + 2 * epilogue + 1e-6);
+}
+
+TEST(GroupedMatmul, GpuMemoryBoundCallStreamsTheWeightsThenWritesTheOutput) {
+  // Decode-like: one group of 64 bf16 rows through a [7168 x 2048] bf16 weight, f32 out, one
+  // tile (64, 7168, 2048) on H100 at datasheet peaks (9.89e14 FLOP/s bf16, 3.35e12 B/s; 64
+  // rows reach wgmma's M, so no small-rows derate):
+  //   compute   2 * 64 * 7168 * 2048 / 9.89e14                            = 1.90 us
+  //   operands  (64 * 7168 * 2 + 7168 * 2048 * 2) B / 3.35e12              = 9.04 us
+  //   epilogue  64 * 2048 * 4 B / 3.35e12                                  = 0.16 us
+  // seconds = 9.04 + 0.16 + 1 (launch); memory bound.
+  GroupedMatmulSpec spec;
+  spec.m = 64;
+  spec.k = 7168;
+  spec.n = 2048;
+  spec.num_groups = 1;
+  spec.group_sizes = std::vector<int64_t>{64};
+  spec.tm = 64;
+  spec.tk = 7168;
+  spec.tn = 2048;
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost,
+                               CostGroupedMatmul(spec, DatasheetChip("gpu_h100")));
+  const double operands = (64.0 * 7168 * 2 + 7168.0 * 2048 * 2) / 3.35e12;
+  const double epilogue = 64.0 * 2048 * 4 / 3.35e12;
+  EXPECT_DOUBLE_EQ(cost.compute_seconds, 2.0 * 64 * 7168 * 2048 / 9.89e14);
+  EXPECT_DOUBLE_EQ(cost.operand_seconds, operands);
+  EXPECT_DOUBLE_EQ(cost.epilogue_seconds, epilogue);
+  EXPECT_DOUBLE_EQ(cost.seconds, operands + epilogue + 1e-6);
+  EXPECT_EQ(cost.bound, Bound::kMemory);
 }
 
 TEST(GroupedMatmul, GridStepsSeparateTilingsWithTheSameRoofline) {
@@ -186,7 +284,7 @@ ENTRY e {
   g = s32[2]{0} constant({100, 120})
   ROOT o = f32[256,96]{1,0} custom-call(x, w, g), custom_call_target="perfsim.gmm", backend_config={"tiling":[128,64,96],"group_offset":0}
 })",
-                                                                   "gmm.hlo");
+                                                                  "gmm.hlo");
   ASSERT_TRUE(module.ok()) << module.status();
   const Instruction& gmm = *(*module)->entry()->root();
   PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulSpec spec, GroupedMatmulSpecFromInstruction(gmm));
@@ -212,7 +310,7 @@ ENTRY e {
   g = s32[2]{0} constant({100, 120})
   ROOT o = f32[256,64]{1,0} custom-call(x, w0, w1, wo, g), custom_call_target="perfsim.fused_ffn", backend_config={"tiling":[128,64,32],"tiled_dim":"F","activation":"silu"}
 })",
-                                                                   "ffn.hlo");
+                                                                  "ffn.hlo");
   ASSERT_TRUE(module.ok()) << module.status();
   const Instruction& ffn = *(*module)->entry()->root();
   PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulSpec spec, GroupedMatmulSpecFromInstruction(ffn));

@@ -8,25 +8,18 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
+
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-struct CliRun {
-  int code;
-  std::string out;
-  std::string err;
-};
 
-CliRun Perfsim(const std::vector<std::string>& args) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
-}
 
 google::protobuf::Value ParseJson(const std::string& json) {
   google::protobuf::Value value;
@@ -50,7 +43,7 @@ TEST(FitCli, F32MisfitExitsOneWithTheNumbersInJson) {
   // 18 MiB (18874368 B) against v5p's 16 MiB scoped limit (footprint_test.cc derives it).
   std::vector<std::string> args = GmmV5p("f32,f32,f32");
   args.push_back("--format=json");
-  const CliRun run = Perfsim(args);
+  const CliResult run = RunCli(args);
   EXPECT_EQ(run.code, kExitCheckFailed) << run.err;
   EXPECT_THAT(run.err, IsEmpty());
   const google::protobuf::Value json = ParseJson(run.out);
@@ -70,14 +63,14 @@ TEST(FitCli, F32MisfitExitsOneWithTheNumbersInJson) {
 }
 
 TEST(FitCli, Bf16FitsAndExitsZero) {
-  const CliRun run = Perfsim(GmmV5p("bf16"));
+  const CliResult run = RunCli(GmmV5p("bf16"));
   EXPECT_EQ(run.code, kExitOk) << run.err;
   EXPECT_THAT(run.out, HasSubstr("VMEM required    10 MiB (10485760 B)"));
   EXPECT_THAT(run.out, HasSubstr("fits: needs 10 MiB of VMEM"));
 }
 
 TEST(FitCli, TableNamesTheMisfit) {
-  const CliRun run = Perfsim(GmmV5p("f32"));
+  const CliResult run = RunCli(GmmV5p("f32"));
   EXPECT_EQ(run.code, kExitCheckFailed);
   EXPECT_THAT(run.out, HasSubstr("DOES NOT FIT: needs 18 MiB of VMEM; limit 16 MiB"));
 }
@@ -85,14 +78,14 @@ TEST(FitCli, TableNamesTheMisfit) {
 TEST(FitCli, VmemLimitFlagTakesUnits) {
   std::vector<std::string> args = GmmV5p("f32");
   args.push_back("--vmem-limit=32MiB");
-  const CliRun run = Perfsim(args);
+  const CliResult run = RunCli(args);
   EXPECT_EQ(run.code, kExitOk) << run.err;
   EXPECT_THAT(run.out, HasSubstr("limit            32 MiB (33554432 B): the given VMEM limit"));
 }
 
 TEST(FitCli, SearchFindsAFittingTilingAndListsRunnersUp) {
-  const CliRun run =
-      Perfsim({"fit", "--kernel", "gmm", "--hw", "tpu_v7x", "--shape", "16384,7168,2048,256",
+  const CliResult run =
+      RunCli({"fit", "--kernel", "gmm", "--hw", "tpu_v7x", "--shape", "16384,7168,2048,256",
                "--dtype", "bf16", "--search", "--top", "3", "--format", "json"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
   const google::protobuf::Value json = ParseJson(run.out);
@@ -121,8 +114,8 @@ TEST(FitCli, SearchFindsAFittingTilingAndListsRunnersUp) {
 TEST(FitCli, SearchJsonWithNothingFittingReportsTheSmallestFootprintAtTopLevel) {
   // fused_ffn_d_tiled on DeepSeek-V3 (search_test.cc derives the smallest footprint, tiling
   // (8, 128, 2048), 119021568 B).
-  const CliRun run =
-      Perfsim({"fit", "--kernel", "fused_ffn_d_tiled", "--hw", "tpu_v7x", "--shape",
+  const CliResult run =
+      RunCli({"fit", "--kernel", "fused_ffn_d_tiled", "--hw", "tpu_v7x", "--shape",
                "16384,7168,2048,256", "--dtype", "bf16", "--search", "--format=json"});
   EXPECT_EQ(run.code, kExitCheckFailed) << run.err;
   const google::protobuf::Value json = ParseJson(run.out);
@@ -135,27 +128,27 @@ TEST(FitCli, SearchJsonWithNothingFittingReportsTheSmallestFootprintAtTopLevel) 
 TEST(FitCli, WithoutTilingUsesTheKernelsDefault) {
   // megablox's default (128, 128, 128) in bf16: lhs, rhs, out 2 × 32 KiB each and acc
   // 128·128·4 = 64 KiB: 256 KiB (backends.md 1b, "JAX default (128,128,128) bf16 gmm").
-  const CliRun run = Perfsim({"fit", "--kernel", "gmm", "--hw", "tpu_v5p", "--shape",
+  const CliResult run = RunCli({"fit", "--kernel", "gmm", "--hw", "tpu_v5p", "--shape",
                               "16384,1024,1024,8", "--dtype", "bf16"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
   EXPECT_THAT(run.out, HasSubstr("tiling (128, 128, 128) (no --tiling: megablox's default"));
   EXPECT_THAT(run.out, HasSubstr("VMEM required    256 KiB (262144 B)"));
   // Clamped to small dimensions: m = 64 gives tm = 64.
-  const CliRun small = Perfsim({"fit", "--kernel", "tgmm", "--hw", "tpu_v5p", "--shape",
+  const CliResult small = RunCli({"fit", "--kernel", "tgmm", "--hw", "tpu_v5p", "--shape",
                                 "64,1024,1024,8", "--dtype", "bf16", "--format=json"});
   EXPECT_EQ(small.code, kExitOk) << small.err;
   const google::protobuf::Value json = ParseJson(small.out);
   EXPECT_EQ(Field(json, "tiling").list_value().values(0).number_value(), 64);
   EXPECT_THAT(Field(json, "tiling_source").string_value(), HasSubstr("megablox"));
   // The fused FFN's default is what fused_expert_ffn emits: (512, D, 1024) over F.
-  const CliRun ffn = Perfsim({"fit", "--kernel", "fused_ffn_f_tiled", "--hw", "tpu_v7x", "--shape",
+  const CliResult ffn = RunCli({"fit", "--kernel", "fused_ffn_f_tiled", "--hw", "tpu_v7x", "--shape",
                               "16384,7168,2048,256", "--dtype", "bf16"});
   EXPECT_THAT(ffn.out, HasSubstr("tiling (512, 7168, 1024) (no --tiling: perfsim's "
                                  "fused_expert_ffn default"));
 }
 
 TEST(FitCli, SearchWithNothingFittingExitsOneAndShowsTheClosestMiss) {
-  const CliRun run = Perfsim({"fit", "--kernel", "fused_ffn_d_tiled", "--hw", "tpu_v7x", "--shape",
+  const CliResult run = RunCli({"fit", "--kernel", "fused_ffn_d_tiled", "--hw", "tpu_v7x", "--shape",
                               "16384,7168,2048,256", "--dtype", "bf16", "--search"});
   EXPECT_EQ(run.code, kExitCheckFailed) << run.err;
   EXPECT_THAT(run.out,
@@ -205,14 +198,14 @@ TEST(FitCli, BadInputExitsTwoWithExpectedGot) {
        "fit: expected --hw; got none"},
   };
   for (const Case& c : cases) {
-    const CliRun run = Perfsim(c.args);
+    const CliResult run = RunCli(c.args);
     EXPECT_EQ(run.code, kExitBadInput) << c.message << "\n" << run.out;
     EXPECT_THAT(run.err, HasSubstr(c.message));
   }
 }
 
 TEST(FitCli, HelpListsEveryKernel) {
-  const CliRun run = Perfsim({"fit", "--help"});
+  const CliResult run = RunCli({"fit", "--help"});
   EXPECT_EQ(run.code, kExitOk);
   for (const char* kernel : {"gmm", "tgmm", "gmm_v2", "tgmm_v2", "fused_ffn_d_tiled",
                              "fused_ffn_f_tiled", "ragged_gather", "gpu_grouped_gemm"}) {

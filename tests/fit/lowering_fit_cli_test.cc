@@ -10,25 +10,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/fit/module_fit.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int code;
-  std::string out;
-  std::string err;
-};
 
-CliRun Perfsim(const std::vector<std::string>& args) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
-}
 
 // DeepSeek-V3 through fused_expert_ffn tiled over D on v7x. The lowering's default knobs give
 // the kernel (tm, td, tf) = (512, 1024, 2048) over the padded sorted rows (sim/lowering/
@@ -37,8 +30,8 @@ CliRun Perfsim(const std::vector<std::string>& args) {
 // (60397977 B). The exact total depends on the row tile the lowering picks, so the test asks
 // for the parts the derivation fixes.
 TEST(LoweringFitCli, PredictMisfitIsAFailedCheckWithTheNumbers) {
-  const CliRun run =
-      Perfsim({"predict", "--backend", "fused_expert_ffn", "--fused-tiling", "d", "--model",
+  const CliResult run =
+      RunCli({"predict", "--backend", "fused_expert_ffn", "--fused-tiling", "d", "--model",
                "deepseek_v3", "--hw", "tpu_v7x", "--parallelism", "dp=2", "--mesh", "1x1x1"});
   EXPECT_EQ(run.code, kExitCheckFailed) << run.err;
   EXPECT_THAT(run.err, AllOf(HasSubstr("backend fused_expert_ffn on tpu_v7x: "),
@@ -49,8 +42,8 @@ TEST(LoweringFitCli, PredictMisfitIsAFailedCheckWithTheNumbers) {
   // Tiled over F with (tm, tf) = (256, 256) the same step fits (x, wi_0, wi_1, wo, out and the
   // f32 accumulator, 7 MiB each: 42 MiB, as `perfsim fit` shows), and predict succeeds. One
   // v7x chip is the two devices of dp=2.
-  const CliRun over_f =
-      Perfsim({"predict", "--backend", "fused_expert_ffn", "--fused-tiling", "f", "--fused-tile",
+  const CliResult over_f =
+      RunCli({"predict", "--backend", "fused_expert_ffn", "--fused-tiling", "f", "--fused-tile",
                "256", "--tiling-wi", "256,1024,1024", "--model", "deepseek_v3", "--hw",
                "tpu_v7x", "--parallelism", "dp=2", "--mesh", "1x1x1"});
   EXPECT_EQ(over_f.code, kExitOk) << over_f.err;
@@ -60,8 +53,8 @@ TEST(LoweringFitCli, ValidateMisfitFailsTheCaseWithTheNumbers) {
   // The same D-tiled kernel at validate's default 4 × 16 tokens: 64 tokens × K 8 = 512 sorted
   // rows, still 112 MiB of whole wi_0 and wi_1 on v7x. The fit check runs before the
   // interpreter, so the case fails without running DeepSeek-V3 on the CPU.
-  const CliRun run =
-      Perfsim({"validate", "--backend", "fused_expert_ffn", "--fused-tiling", "d", "--model",
+  const CliResult run =
+      RunCli({"validate", "--backend", "fused_expert_ffn", "--fused-tiling", "d", "--model",
                "deepseek_v3", "--hw", "tpu_v7x", "--devices", "1", "--phase", "fwd", "--router",
                "model", "--routing", "random", "--format", "json"});
   EXPECT_EQ(run.code, kExitCheckFailed) << run.err << run.out;

@@ -89,6 +89,28 @@ TEST(FitSearch, BestIsTheFastestFittingCandidateAndRunnersUpFollowInOrder) {
   }
 }
 
+TEST(FitSearch, GridStepOverheadSeparatesRowTilesThatMoveTheSameBytes) {
+  // DeepSeek-V3 gmm on v7x with tk = k and tn = 1024: every group's weights are read once per
+  // n tile and every lhs row once per n tile, whatever tm is, so tm = 8 and tm = 64 move the
+  // same HBM bytes and both are memory-bound (the matrix unit takes 8-row tiles, so tm = 8
+  // wastes no compute). What differs is the grid: (m/tm + G - 1) visited m-tiles x 2 n-tiles:
+  //   tm = 64: (256 + 255) x 2 = 1022 steps;  tm = 8: (2048 + 255) x 2 = 4606 steps,
+  // 3584 more steps at v7x's grid_step_overhead_seconds (0.35 us): 1254.4 us slower. Without
+  // the per-step cost the two tied exactly and the search's order was the tie-break's.
+  const Chip chip = LoadChip("tpu_v7x");
+  const KernelProblem p = DeepSeekGmm();
+  const TilingCostEstimate t64 = EstimateTilingCost(p, Tiling{64, 7168, 1024}, chip);
+  const TilingCostEstimate t8 = EstimateTilingCost(p, Tiling{8, 7168, 1024}, chip);
+  EXPECT_EQ(t64.memory_seconds, t8.memory_seconds);
+  EXPECT_GT(t8.memory_seconds, t8.compute_seconds);
+  EXPECT_EQ(t64.grid_steps, 1022);
+  EXPECT_EQ(t8.grid_steps, 4606);
+  EXPECT_NEAR(t8.seconds - t64.seconds, 3584 * 0.35e-6, 1e-12);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(TilingSearchResult r, SearchTilings(p, chip, {}));
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(r.best->tiling, (Tiling{64, 7168, 1024}));
+}
+
 TEST(FitSearch, IsDeterministic) {
   const Chip chip = LoadChip("tpu_v5p");
   const KernelProblem p = Problem(KernelKind::kGmm, {16384, 1024, 1024, 8}, kF32);

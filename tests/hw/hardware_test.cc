@@ -268,6 +268,22 @@ TEST(HardwareValidation, RejectsNonFiniteAndMisplacedValues) {
                                  "default slice (8); got 4"));
 }
 
+TEST(HardwareValidation, RejectsNegativeFixedCosts) {
+  // A Pallas grid step's fixed cost (compute field 15) is seconds like the kernel launch cost:
+  // a negative one would make small tiles faster than their roofline.
+  HardwareSpec spec = MustLoad("tpu_v5p").proto();
+  spec.mutable_compute()->set_grid_step_overhead_seconds(-0.35e-6);
+  spec.mutable_compute()->set_kernel_overhead_seconds(-1e-6);
+  EXPECT_THAT(Chip::FromProto(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "compute.kernel_overhead_seconds: expected >= 0; got -1e-06\n"
+                       "compute.grid_step_overhead_seconds: expected >= 0; got -3.5e-07"));
+  // 0 is "not modelled", as on every GPU.
+  spec.mutable_compute()->set_grid_step_overhead_seconds(0);
+  spec.mutable_compute()->set_kernel_overhead_seconds(0);
+  EXPECT_THAT(Chip::FromProto(spec).status(), IsOk());
+}
+
 TEST(HardwareValidation, AbsurdSliceSizesAreRejectedWithoutOverflow) {
   HardwareSpec spec = MustLoad("tpu_v5p").proto();
   for (int i = 0; i < 3; ++i) {

@@ -1,7 +1,9 @@
 // `perfsim predict`: errors, report contents, and scaling laws the predictions must obey.
 #include "sim/predict/predict.h"
 
+#include <fstream>
 #include <sstream>
+#include <string>
 
 #include "cli/cli.h"
 #include "gmock/gmock.h"
@@ -91,6 +93,56 @@ TEST(PredictTest, ReportHasEverySection) {
   EXPECT_NEAR(p->model_flops_per_device, 1024 * per_token, 1);
   EXPECT_GT(p->mfu, 0);
   EXPECT_LT(p->mfu, 1);
+}
+
+// nano (D = 40, F = 56, E = 12, f32, one shared expert of width 56) fwd_bwd, data parallel on 8
+// H100s, so every device holds every weight whole.
+PredictOptions NanoFwdBwd(const std::string& model) {
+  absl::StatusOr<ModelConfig> m = ResolveModel(model);
+  EXPECT_TRUE(m.ok()) << m.status();
+  PredictOptions o{.spec = StepSpec::Defaults(*m)};
+  o.spec.batch = 8;
+  o.spec.seq = 8;
+  o.spec.phase = Phase::kForwardBackward;
+  o.spec.backend = "sparse_ragged_dot";
+  o.spec.parallelism = Parallelism{.dp = 8};
+  o.hw = "gpu_h100";
+  o.mesh = "8";
+  return o;
+}
+
+TEST(PredictMemory, GradientsAndAdamStateCountTrainedParametersNotTheScoreCorrectionBias) {
+  // Parameter bytes, f32: router_w D·E = 40·12·4 = 1920; wi_0, wi_1, wo E·D·F = 12·40·56·4 =
+  // 107520 each; ws_0, ws_1, ws_o D·H = 40·56·4 = 8960 each; one router bias [E] = 48. Total
+  // 1920 + 3·107520 + 3·8960 + 48 = 351408.
+  // nano's bias is DeepSeek-V3's score-correction bias (router_score_bias): it picks experts
+  // and gets no gradient, so gradients are 351408 − 48 = 351360.
+  // With Adam, the optimizer holds two f32 moments per trained element: 8 · 351360 / 4.
+  PredictOptions o = NanoFwdBwd("nano");
+  o.adam = true;
+  absl::StatusOr<Prediction> deepseek_style = Predict(o);
+  ASSERT_TRUE(deepseek_style.ok()) << deepseek_style.status();
+  EXPECT_EQ(deepseek_style->memory.parameters, 351408);
+  EXPECT_EQ(deepseek_style->memory.gradients, 351360);
+  EXPECT_EQ(deepseek_style->memory.optimizer, 8 * 351360 / 4);
+  // The same with GPT-OSS's trained router matmul bias (router_bias) instead: it has a
+  // gradient like every weight, so gradients equal parameters.
+  std::ifstream in(std::string(PERFSIM_SOURCE_DIR) + "/models/nano.textproto");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string model = text.str();
+  const std::string score_bias = "has_score_correction_bias: true";
+  ASSERT_NE(model.find(score_bias), std::string::npos);
+  model.replace(model.find(score_bias), score_bias.size(), "has_bias: true");
+  const std::string path = ::testing::TempDir() + "/nano_router_bias.textproto";
+  std::ofstream(path) << model;
+  o = NanoFwdBwd(path);
+  o.adam = true;
+  absl::StatusOr<Prediction> gpt_oss_style = Predict(o);
+  ASSERT_TRUE(gpt_oss_style.ok()) << gpt_oss_style.status();
+  EXPECT_EQ(gpt_oss_style->memory.parameters, 351408);
+  EXPECT_EQ(gpt_oss_style->memory.gradients, 351408);
+  EXPECT_EQ(gpt_oss_style->memory.optimizer, 8 * 351408 / 4);
 }
 
 TEST(PredictCliTest, BadInputExitsTwo) {

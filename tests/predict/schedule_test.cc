@@ -1,6 +1,9 @@
 // sim/schedule: hand-derived timelines.
 #include "sim/schedule/schedule.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace perfsim {
@@ -168,6 +171,162 @@ TEST(ScheduleTest, ClassesGiveTheSameTimelinesAsEveryDevice) {
     }
   }
   EXPECT_EQ(s->num_classes(), 2);
+}
+
+// Per-device replay of an issue order (the rules of schedule.h, device by device, no classes):
+// every device's start and finish times.
+struct Replay {
+  std::vector<std::vector<double>> start, finish;  // [device][op]
+};
+Replay ReplayEveryDevice(const ScheduleProblem& p, const std::vector<int64_t>& order) {
+  const int64_t n = p.num_devices;
+  Replay r{std::vector<std::vector<double>>(n, std::vector<double>(p.ops.size(), 0)),
+           std::vector<std::vector<double>>(n, std::vector<double>(p.ops.size(), 0))};
+  std::vector<double> compute_free(n, 0), comm_free(n, 0), start(n, 0);
+  for (int64_t i : order) {
+    const ScheduleOp& op = p.ops[i];
+    for (int64_t d = 0; d < n; ++d) {
+      double ready = 0;
+      for (int64_t o : op.operands) ready = std::max(ready, r.finish[d][o]);
+      if (op.stream != Stream::kNone) {
+        ready = std::max(ready, op.stream == Stream::kCompute ? compute_free[d] : comm_free[d]);
+      }
+      start[d] = ready;
+    }
+    if (op.stream == Stream::kCommunication) {
+      for (const auto& group : op.groups) {
+        double t = 0;
+        for (int64_t d : group) t = std::max(t, start[d]);
+        for (int64_t d : group) start[d] = t;
+      }
+    }
+    for (int64_t d = 0; d < n; ++d) {
+      r.start[d][i] = start[d];
+      r.finish[d][i] = start[d] + op.DurationOn(d);
+      if (op.stream == Stream::kCompute) compute_free[d] = r.finish[d][i];
+      if (op.stream == Stream::kCommunication) comm_free[d] = r.finish[d][i];
+    }
+  }
+  return r;
+}
+
+TEST(ScheduleTest, SlowestClassAloneGivesEveryDevicesFigures) {
+  // 16 devices, 60 ops: per-device durations drawn from two or three values (so devices share
+  // classes on some ops and not on others), collectives over three group structures reused by
+  // several ops (halves, quarters, pairs). SimulateSchedule on the graph without every class
+  // must give the slowest device of a per-device replay, and that device's busy and exposed
+  // times computed from the replay by their definitions.
+  const int64_t n = 16;
+  ScheduleProblem p{.num_devices = n};
+  uint64_t state = 11;
+  auto next = [&]() { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  const std::vector<std::vector<std::vector<int64_t>>> structures = {
+      {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}},
+      {{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}},
+      {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}};
+  for (int i = 0; i < 60; ++i) {
+    ScheduleOp op;
+    if (i > 0) op.operands.push_back(static_cast<int64_t>(next() % i));
+    if (i > 1) op.operands.push_back(static_cast<int64_t>(next() % i));
+    if (i % 4 == 3) {
+      op.stream = Stream::kCommunication;
+      op.groups = structures[next() % 3];
+      op.duration = {static_cast<double>(next() % 4 + 1)};
+    } else if (i % 3 == 1) {
+      const int64_t modulus = static_cast<int64_t>(next() % 3 + 2);
+      for (int64_t d = 0; d < n; ++d) {
+        op.duration.push_back(0.5 * static_cast<double>((d * 7 + i) % modulus + 1));
+      }
+    } else {
+      op.stream = i % 5 == 0 ? Stream::kNone : Stream::kCompute;
+      op.duration = {op.stream == Stream::kNone ? 0.0 : static_cast<double>(next() % 3 + 1)};
+    }
+    p.ops.push_back(op);
+  }
+  absl::StatusOr<Schedule> full = SimulateSchedule(p);
+  ASSERT_TRUE(full.ok()) << full.status();
+  absl::StatusOr<ScheduleGraph> graph = ScheduleGraph::Create(p);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ScheduleDurations durations;
+  for (const ScheduleOp& op : p.ops) {
+    durations.uniform.push_back(op.duration.size() == 1 ? op.duration[0] : 0);
+    durations.row.push_back(op.duration.size() == 1 ? -1
+                                                    : static_cast<int32_t>(
+                                                          durations.per_device.size() / n));
+    if (op.duration.size() != 1) {
+      durations.per_device.insert(durations.per_device.end(), op.duration.begin(),
+                                  op.duration.end());
+    }
+  }
+  absl::StatusOr<Schedule> slowest = SimulateSchedule(*graph, durations, {.every_class = false});
+  ASSERT_TRUE(slowest.ok()) << slowest.status();
+  EXPECT_EQ(slowest->order, full->order);
+  EXPECT_GT(full->num_classes(), 1);
+
+  const Replay replay = ReplayEveryDevice(p, full->order);
+  // The slowest device by the rule: largest makespan, then most compute, then lowest id.
+  int64_t slow = 0;
+  double best_makespan = -1, best_busy = -1;
+  for (int64_t d = 0; d < n; ++d) {
+    double makespan = 0, busy = 0;
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      makespan = std::max(makespan, replay.finish[d][i]);
+      if (p.ops[i].stream == Stream::kCompute) busy += replay.finish[d][i] - replay.start[d][i];
+    }
+    if (makespan > best_makespan || (makespan == best_makespan && busy > best_busy)) {
+      slow = d;
+      best_makespan = makespan;
+      best_busy = busy;
+    }
+  }
+  EXPECT_EQ(slowest->slowest_device, slow);
+  EXPECT_EQ(slowest->makespan, best_makespan);
+  const DeviceSchedule& ds = slowest->device(slow);
+  ASSERT_EQ(ds.start.size(), p.ops.size());
+  // Exposed communication by its definition: time in a communication op with the compute stream
+  // idle, measured on a grid of 1/8 s (every duration is a multiple of 1/2).
+  double communication = 0, exposed = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    EXPECT_EQ(ds.start[i], replay.start[slow][i]) << i;
+    if (p.ops[i].stream != Stream::kCommunication) continue;
+    communication += replay.finish[slow][i] - replay.start[slow][i];
+    for (double t = replay.start[slow][i]; t < replay.finish[slow][i]; t += 0.125) {
+      bool computing = false;
+      for (size_t j = 0; j < p.ops.size(); ++j) {
+        computing = computing || (p.ops[j].stream == Stream::kCompute &&
+                                  replay.start[slow][j] <= t && t < replay.finish[slow][j]);
+      }
+      if (!computing) exposed += 0.125;
+    }
+  }
+  EXPECT_DOUBLE_EQ(ds.compute_busy, best_busy);
+  EXPECT_DOUBLE_EQ(ds.communication_busy, communication);
+  EXPECT_DOUBLE_EQ(ds.exposed_communication, exposed);
+  // The other classes keep only what picks the slowest device.
+  for (int64_t c = 0; c < slowest->num_classes(); ++c) {
+    if (c == slowest->device_class[slow]) continue;
+    EXPECT_TRUE(slowest->classes[c].start.empty());
+    EXPECT_EQ(slowest->classes[c].makespan, full->classes[c].makespan);
+  }
+}
+
+TEST(ScheduleTest, DurationsThatDoNotMatchTheGraphAreErrors) {
+  ScheduleProblem p{.num_devices = 2};
+  p.ops.push_back(Compute({}, 1));
+  p.ops.push_back(Compute({0}, 2));
+  absl::StatusOr<ScheduleGraph> g = ScheduleGraph::Create(p);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ScheduleDurations d{.uniform = {1}, .row = {-1}};
+  EXPECT_FALSE(SimulateSchedule(*g, d).ok());  // one op's durations for two ops
+  d = {.uniform = {1, 2}, .row = {-1, 0}};
+  EXPECT_FALSE(SimulateSchedule(*g, d).ok());  // row 0 of none
+  d = {.uniform = {1, 2}, .row = {-1, 0}, .per_device = {1, 2, 3}};
+  EXPECT_FALSE(SimulateSchedule(*g, d).ok());  // not rows of 2
+  d = {.uniform = {1, 0}, .row = {-1, 0}, .per_device = {2, 3}};
+  absl::StatusOr<Schedule> s = SimulateSchedule(*g, d);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_DOUBLE_EQ(s->makespan, 4);  // device 1: 1 + 3
+  EXPECT_EQ(s->slowest_device, 1);
 }
 
 TEST(ScheduleTest, BadProblemsAreErrors) {

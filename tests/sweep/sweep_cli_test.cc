@@ -104,7 +104,6 @@ TEST(SweepCli, BadInputExitsTwo) {
       {Nano({"--tiling-wi", "1,2"}), "--tiling-wi: expected tm,tk,tn"},
       {Nano({"--rank-by", "speed"}), "--rank-by: expected step, tokens or mfu"},
       {Nano({"--jobs", "0"}), "--jobs: expected a positive integer"},
-      {Nano({"--engine", "fast"}), "--engine: expected staged or predict"},
       {Nano({"--batch-per-device", "0"}), "--batch-per-device: expected"},
       {Nano({"--space", "/nonexistent/space.textproto"}), "cannot open"},
       {{"merge"}, "expected shard files"},
@@ -114,6 +113,16 @@ TEST(SweepCli, BadInputExitsTwo) {
     Result r = RunSweepCli(c.args);
     EXPECT_EQ(r.code, 2) << c.message << "\n" << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+}
+
+TEST(SweepCli, HelpDocumentsEveryExitCodeTheInterruptionIncluded) {
+  Result r = RunSweepCli({"--help"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("exit codes:"));
+  for (const char* line :
+       {"\n  0 ", "\n  2 ", "\n  3 ", "\n  130  interrupted by Ctrl-C (SIGINT"}) {
+    EXPECT_THAT(r.out, HasSubstr(line));
   }
 }
 

@@ -1,9 +1,13 @@
 // Evaluating, ranking, sharding, merging and interrupting sweeps.
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/predict/predict.h"
 #include "sim/sweep/progress.h"
 #include "sim/sweep/ranking.h"
 #include "sim/sweep/runner.h"
@@ -56,7 +60,7 @@ void ExpectSameResults(const std::vector<PointResult>& a, const std::vector<Poin
                          b[i].hbm_capacity_bytes};
     EXPECT_EQ(std::memcmp(xa, xb, sizeof xa), 0);
     EXPECT_EQ(std::memcmp(a[i].phase_seconds.data(), b[i].phase_seconds.data(),
-                          sizeof(double) * kNumSweepPhases),
+                          sizeof(double) * kNumPredictPhases),
               0);
   }
 }
@@ -213,9 +217,45 @@ TEST(Sweep, TwoJobsGiveTheSameResultsAsOne) {
   }
 }
 
-// The staged engine (sim/sweep/staged_predict.h) and sim/predict's own PrepareStep +
-// PredictWithRouting give the same bits on every point, feasible or not.
-TEST(Sweep, BothEnginesGiveTheSameBits) {
+// Every point's figures are those Predict gives for the same scenario, bit for bit; the points
+// without figures are the ones Predict refuses.
+void ExpectEveryPointIsPredicts(const SweepEnumeration& e,
+                                const std::vector<PointResult>& results) {
+  for (const PointResult& r : results) {
+    const Scenario scenario = e.ScenarioAt(r.index);
+    PredictOptions o{.spec = e.SpecOf(scenario),
+                     .hw = e.space().hw,
+                     .mesh = e.mesh(),
+                     .routing = e.routings()[scenario.routing],
+                     .adam = e.space().adam};
+    SCOPED_TRACE(absl::StrCat("point ", r.index, " ", ParallelismToString(o.spec.parallelism), " ",
+                              o.spec.backend, " ", e.space().routings[scenario.routing], ": ",
+                              r.message));
+    absl::StatusOr<Prediction> p = Predict(o);
+    ASSERT_EQ(p.ok(), r.has_metrics) << p.status();
+    if (!p.ok()) continue;
+    const double got[] = {r.step_seconds,
+                          r.mfu,
+                          r.exposed_communication_seconds,
+                          r.compute_busy_seconds,
+                          r.communication_busy_seconds,
+                          r.hbm_bytes,
+                          r.hbm_capacity_bytes};
+    const double want[] = {
+        p->step_seconds,       p->mfu,          p->exposed_communication, p->compute_busy,
+        p->communication_busy, p->memory.total, p->memory.capacity};
+    EXPECT_EQ(std::memcmp(got, want, sizeof got), 0);
+    for (const PhaseTotal& t : p->phases) {
+      const int k = static_cast<int>(
+          std::find(std::begin(kPredictPhaseNames), std::end(kPredictPhaseNames), t.phase) -
+          std::begin(kPredictPhaseNames));
+      ASSERT_LT(k, kNumPredictPhases) << t.phase;
+      EXPECT_EQ(std::memcmp(&r.phase_seconds[k], &t.seconds, sizeof(double)), 0) << t.phase;
+    }
+  }
+}
+
+TEST(Sweep, EveryPointIsWhatPredictGivesBitForBit) {
   for (const char* hw : {"gpu_h100", "tpu_v5p"}) {
     SweepSpace s = NanoSpace({"dense_einsum", "ep_ragged_a2a", "megablox_gmm", "ring_of_experts",
                               "grouped_gemm_aligned"});
@@ -224,11 +264,45 @@ TEST(Sweep, BothEnginesGiveTheSameBits) {
     s.phase = Phase::kForwardBackward;
     s.routings = {"uniform", "zipf:1.2", "hot:0.5"};
     SweepEnumeration e = Enumerate(s);
-    const SweepRun staged = RunSweep(e, {.engine = SweepEngine::kStaged});
-    const SweepRun predict = RunSweep(e, {.engine = SweepEngine::kPredict});
+    const SweepRun run = RunSweep(e, {});
     SCOPED_TRACE(hw);
-    ExpectSameResults(staged.results, predict.results);
+    ExpectEveryPointIsPredicts(e, run.results);
+    // The points share one PredictCache: some costs came from it.
+    EXPECT_GT(run.stats.grouped_hits, 0);
   }
+}
+
+TEST(Sweep, PerShardRoutingFilesWorkWithFsdp) {
+  // A routing file of one row per token shard: on 8 devices with tp = 1 every factorisation has
+  // dp·fsdp·ep = 8 token shards (mesh order dp, fsdp, ep), so the file's 8 rows fit every
+  // point, fsdp = 2 and 4 included (they were `error` points when the routing matrix had only
+  // dp·ep rows). Shard 5 sends most of its assignments to experts 0 and 1.
+  std::string rows;
+  for (int s = 0; s < 8; ++s) {
+    for (int x = 0; x < 12; ++x)
+      rows += absl::StrCat(s == 5 && x < 2 ? 30 : 1, x < 11 ? " " : "\n");
+  }
+  const std::string path = WriteTempFile("per_shard_rows.txt", rows);
+  SweepSpace s = NanoSpace({"ep_ragged_a2a"});
+  s.phase = Phase::kForwardBackward;
+  s.axes[kSweepTp] = {1};
+  s.routings = {"uniform", "file:" + path};
+  SweepEnumeration e = Enumerate(s);
+  const SweepRun run = RunSweep(e, {});
+  const SweepSummary summary = Summarize(run.results, RankBy::kStepTime, e.num_points(), false);
+  EXPECT_EQ(Count(summary, Infeasibility::kError), 0);
+  int64_t with_fsdp = 0, skew_differs = 0;
+  for (const PointResult& r : run.results) {
+    const Scenario scenario = e.ScenarioAt(r.index);
+    if (scenario.routing != 1 || !r.feasible()) continue;
+    if (scenario.parallelism.fsdp > 1) ++with_fsdp;
+    // The same plan with uniform routing is the point before (routings vary fastest).
+    ASSERT_EQ(e.ScenarioAt(r.index - 1).routing, 0);
+    if (r.step_seconds != run.results[r.index - 1].step_seconds) ++skew_differs;
+  }
+  EXPECT_GT(with_fsdp, 0);
+  EXPECT_GT(skew_differs, 0);
+  ExpectEveryPointIsPredicts(e, run.results);
 }
 
 TEST(Sweep, RankingIsByMetricThenIndex) {
