@@ -6,6 +6,7 @@
 // predict time as a ratio to it.
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
 #include "sim/lowering/lowering.h"
 #include "sim/predict/predict.h"
 
@@ -14,18 +15,8 @@ namespace {
 
 void BM_PredictDefault(benchmark::State& state) {
   absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
-  if (!o.ok()) {
-    state.SkipWithError(std::string(o.status().message()).c_str());
-    return;
-  }
-  for (auto _ : state) {
-    absl::StatusOr<Prediction> p = Predict(*o);
-    if (!p.ok()) {
-      state.SkipWithError(std::string(p.status().message()).c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(p->step_seconds);
-  }
+  if (!OkOrSkip(state, o)) return;
+  PredictEachIteration(state, *o);
 }
 BENCHMARK(BM_PredictDefault)->Unit(benchmark::kMillisecond);
 
@@ -33,21 +24,11 @@ BENCHMARK(BM_PredictDefault)->Unit(benchmark::kMillisecond);
 // per device.
 void BM_Predict8192Chips(benchmark::State& state) {
   absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
-  if (!o.ok()) {
-    state.SkipWithError(std::string(o.status().message()).c_str());
-    return;
-  }
+  if (!OkOrSkip(state, o)) return;
   o->mesh = "16x16x32";
   o->spec.parallelism = Parallelism{.dp = 64, .ep = 256};
   o->spec.batch = 16384;
-  for (auto _ : state) {
-    absl::StatusOr<Prediction> p = Predict(*o);
-    if (!p.ok()) {
-      state.SkipWithError(std::string(p.status().message()).c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(p->step_seconds);
-  }
+  PredictEachIteration(state, *o);
 }
 BENCHMARK(BM_Predict8192Chips)->Unit(benchmark::kMillisecond);
 
@@ -61,33 +42,17 @@ void BM_PredictWithRoutingZipf(benchmark::State& state) {
     return;
   }
   absl::StatusOr<PreparedStep> step = PrepareStep(*o);
-  if (!step.ok()) {
-    state.SkipWithError(std::string(step.status().message()).c_str());
-    return;
-  }
-  for (auto _ : state) {
-    absl::StatusOr<Prediction> p = PredictWithRouting(*step, *routing, {.detail = false});
-    if (!p.ok()) {
-      state.SkipWithError(std::string(p.status().message()).c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(p->step_seconds);
-  }
+  if (!OkOrSkip(state, step)) return;
+  PredictWithRoutingEachIteration(state, *step, *routing, {.detail = false});
 }
 BENCHMARK(BM_PredictWithRoutingZipf)->Unit(benchmark::kMillisecond);
 
 void BM_LowerDefault(benchmark::State& state) {
   absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
-  if (!o.ok()) {
-    state.SkipWithError(std::string(o.status().message()).c_str());
-    return;
-  }
+  if (!OkOrSkip(state, o)) return;
   for (auto _ : state) {
     absl::StatusOr<LoweredStep> step = LowerStep(o->spec);
-    if (!step.ok()) {
-      state.SkipWithError(std::string(step.status().message()).c_str());
-      return;
-    }
+    if (!OkOrSkip(state, step)) return;
     benchmark::DoNotOptimize(step->module.get());
   }
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_util.h"
 #include "sim/predict/predict.h"
 #include "sim/sweep/runner.h"
 #include "sim/util/status.h"
@@ -33,18 +34,8 @@ namespace {
 
 void BM_PredictUncached(benchmark::State& state) {
   absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
-  if (!o.ok()) {
-    state.SkipWithError(std::string(o.status().message()).c_str());
-    return;
-  }
-  for (auto _ : state) {
-    absl::StatusOr<Prediction> p = Predict(*o);
-    if (!p.ok()) {
-      state.SkipWithError(std::string(p.status().message()).c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(p->step_seconds);
-  }
+  if (!OkOrSkip(state, o)) return;
+  PredictEachIteration(state, *o);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_PredictUncached)->Unit(benchmark::kMillisecond);
@@ -66,31 +57,17 @@ void BM_ScenarioWarm(benchmark::State& state) {
   PredictCache cache;
   // The schedule's size: instructions, and device classes simulated (with detail, once).
   absl::StatusOr<Prediction> shape = PredictWithRouting(*step, *routing, {.cache = &cache});
-  if (!shape.ok()) {
-    state.SkipWithError(std::string(shape.status().message()).c_str());
-    return;
-  }
+  if (!OkOrSkip(state, shape)) return;
   state.counters["ops"] = static_cast<double>(step->num_instructions());
   state.counters["classes"] = static_cast<double>(shape->schedule.num_classes());
-  for (auto _ : state) {
-    absl::StatusOr<Prediction> p =
-        PredictWithRouting(*step, *routing, {.detail = false, .cache = &cache});
-    if (!p.ok()) {
-      state.SkipWithError(std::string(p.status().message()).c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(p->step_seconds);
-  }
+  PredictWithRoutingEachIteration(state, *step, *routing, {.detail = false, .cache = &cache});
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ScenarioWarm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void BM_ScenarioNewRouting(benchmark::State& state) {
   absl::StatusOr<PreparedStep> step = PrepareDefault();
-  if (!step.ok()) {
-    state.SkipWithError(std::string(step.status().message()).c_str());
-    return;
-  }
+  if (!OkOrSkip(state, step)) return;
   PredictCache cache;
   int64_t k = 0;
   for (auto _ : state) {
@@ -102,10 +79,7 @@ void BM_ScenarioNewRouting(benchmark::State& state) {
     state.ResumeTiming();
     absl::StatusOr<Prediction> p =
         PredictWithRouting(*step, *routing, {.detail = false, .cache = &cache});
-    if (!p.ok()) {
-      state.SkipWithError(std::string(p.status().message()).c_str());
-      return;
-    }
+    if (!OkOrSkip(state, p)) return;
     benchmark::DoNotOptimize(p->step_seconds);
   }
   state.SetItemsProcessed(state.iterations());
@@ -121,10 +95,7 @@ void BM_SweepSpace(benchmark::State& state) {
   s.routings = {"uniform", "zipf:0.5", "zipf:1.0", "zipf:1.5",
                 "hot:0.1", "hot:0.2",  "hot:0.3",  "hot:0.5"};
   absl::StatusOr<SweepEnumeration> e = SweepEnumeration::Create(s);
-  if (!e.ok()) {
-    state.SkipWithError(std::string(e.status().message()).c_str());
-    return;
-  }
+  if (!OkOrSkip(state, e)) return;
   int64_t points = 0;
   for (auto _ : state) {
     SweepRun run = RunSweep(*e, {.jobs = state.range(0)});

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "sim/accuracy/accuracy.h"
 #include "sim/accuracy/accuracy_report.h"
@@ -34,8 +34,7 @@ FILE may be '-' for standard input.
 
 absl::StatusOr<AccuracyReport> Run(const std::string& path, std::istream& in) {
   PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, in));
-  PERFSIM_ASSIGN_OR_RETURN(MeasurementFile file,
-                           ReadMeasurements(text, path == "-" ? "<stdin>" : path));
+  PERFSIM_ASSIGN_OR_RETURN(MeasurementFile file, ReadMeasurements(text, InputName(path)));
   return RunAccuracy(file);
 }
 
@@ -48,19 +47,15 @@ int RunAccuracyCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kAccuracyUsage;
     return kExitOk;
   }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(absl::InvalidArgumentError(
-                            absl::StrCat("--format: expected table or json; got '", format, "'")),
-                        io);
-  }
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
   if (flags->positional().size() != 1) {
     io.err << kAccuracyUsage;
     return kExitBadInput;
   }
   absl::StatusOr<AccuracyReport> report = Run(flags->positional()[0], io.in);
   if (!report.ok()) return ReportStatus(report.status(), io);
-  if (format == "json") {
+  if (*format == "json") {
     PrintAccuracyJson(*report, io.out);
   } else {
     PrintAccuracyTable(*report, io.out);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "sim/accuracy/accuracy.h"
 #include "sim/accuracy/accuracy_report.h"
@@ -57,8 +58,7 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
 absl::Status Calibrate(const ParsedFlags& flags, CliIo& io) {
   const std::string& path = flags.positional()[0];
   PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, io.in));
-  PERFSIM_ASSIGN_OR_RETURN(MeasurementFile file,
-                           ReadMeasurements(text, path == "-" ? "<stdin>" : path));
+  PERFSIM_ASSIGN_OR_RETURN(MeasurementFile file, ReadMeasurements(text, InputName(path)));
   PERFSIM_ASSIGN_OR_RETURN(AccuracyReport report,
                            RunAccuracy(file, AccuracyOptions{.leave_one_out = false}));
   const std::string source = path == "-" ? "<stdin>" : BaseName(path);

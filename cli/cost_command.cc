@@ -3,19 +3,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
 #include "sim/cost/module_cost.h"
 #include "sim/hw/chip_registry.h"
-#include "sim/ir/hlo_parser.h"
-#include "sim/ir/verifier.h"
 #include "sim/util/proto_format.h"
-#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -40,20 +37,6 @@ Times are per op, run one after another (no overlap). Work that needs a rate the
 description lacks (0 in its textproto) is not timed; such rows are marked '*'.
 FILE may be '-' for standard input.
 )";
-
-absl::StatusOr<std::unique_ptr<Module>> LoadVerifiedModule(const std::string& path,
-                                                           std::istream& in) {
-  PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, in));
-  const std::string display_name = path == "-" ? "<stdin>" : path;
-  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, ParseHloModule(text, display_name));
-  absl::Status verified = VerifyModule(*module);
-  if (!verified.ok()) {
-    const std::string message(verified.message());
-    const bool has_location = !message.empty() && absl::ascii_isdigit(message[0]);
-    return absl::Status(verified.code(), display_name + (has_location ? ":" : ": ") + message);
-  }
-  return module;
-}
 
 // Integral counts print as integers, others in the shortest exact form.
 std::string Count(double value) {
@@ -184,12 +167,8 @@ int RunCostCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kCostUsage;
     return kExitOk;
   }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(absl::InvalidArgumentError(
-                            absl::StrCat("--format: expected table or json; got '", format, "'")),
-                        io);
-  }
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
   if (flags->positional().size() != 1) {
     io.err << kCostUsage;
     return kExitBadInput;
@@ -216,7 +195,7 @@ int RunCostCommand(const std::vector<std::string>& args, CliIo& io) {
   if (!module.ok()) return ReportStatus(module.status(), io);
   absl::StatusOr<ModuleCost> cost = CostModule(**module, *chip, options);
   if (!cost.ok()) return ReportStatus(cost.status(), io);
-  if (format == "json") {
+  if (*format == "json") {
     PrintJson(**module, *chip, options.mode, *cost, io.out);
   } else {
     PrintTable(**module, *chip, options.mode, *cost, io.out);

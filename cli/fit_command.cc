@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
 #include "sim/fit/fit_report.h"
@@ -478,11 +479,8 @@ int RunFitCommand(const std::vector<std::string>& args, CliIo& io) {
                                                 flags->positional().front(), "'")),
                         io);
   }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(
-        UsageError(absl::StrCat("--format: expected table or json; got '", format, "'")), io);
-  }
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
   absl::StatusOr<FitRequest> request = ParseRequest(*flags);
   if (!request.ok()) return ReportStatus(request.status(), io);
   absl::StatusOr<Chip> chip = ResolveChip(flags->Get("hw"));
@@ -496,7 +494,7 @@ int RunFitCommand(const std::vector<std::string>& args, CliIo& io) {
     if (result->candidates == 0) {
       return ReportStatus(UsageError("fit --search: no legal tiling to try for this shape"), io);
     }
-    return PrintSearch(request->problem, *chip, *result, format, io);
+    return PrintSearch(request->problem, *chip, *result, *format, io);
   }
   absl::string_view tiling_source = "given";
   if (!request->tiling.has_value()) {
@@ -513,7 +511,7 @@ int RunFitCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<FitReport> report =
       CheckFit(request->problem, *request->tiling, *chip, request->vmem_limit_bytes);
   if (!report.ok()) return ReportStatus(report.status(), io);
-  return PrintFit(*report, tiling_source, format, io);
+  return PrintFit(*report, tiling_source, *format, io);
 }
 
 }  // namespace perfsim

@@ -1,13 +1,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
-#include "sim/ir/hlo_parser.h"
 #include "sim/ir/hlo_printer.h"
-#include "sim/ir/verifier.h"
-#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -20,21 +17,6 @@ check: parse FILE as HLO text and verify it (shape inference on every instructio
 print: parse and verify, then print the module back as HLO text.
 FILE may be '-' for standard input.
 )";
-
-absl::StatusOr<std::unique_ptr<Module>> LoadVerifiedModule(const std::string& path,
-                                                           std::istream& in) {
-  PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, in));
-  const std::string display_name = path == "-" ? "<stdin>" : path;
-  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, ParseHloModule(text, display_name));
-  absl::Status verified = VerifyModule(*module);
-  if (!verified.ok()) {
-    // Verifier messages start with "line:col: " when the instruction came from text.
-    const std::string message(verified.message());
-    const bool has_location = !message.empty() && absl::ascii_isdigit(message[0]);
-    return absl::Status(verified.code(), display_name + (has_location ? ":" : ": ") + message);
-  }
-  return module;
-}
 
 }  // namespace
 

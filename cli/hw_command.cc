@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
 #include "sim/hw/chip.h"
@@ -76,26 +77,10 @@ int ListChips(const std::string& format, CliIo& io) {
   return kExitOk;
 }
 
-// A built-in name, a .textproto path, or "-" for a textproto on standard input.
-absl::StatusOr<Chip> LoadChipArgument(const std::string& name_or_path, std::istream& in) {
-  if (name_or_path != "-") return ResolveChip(name_or_path);
-  absl::StatusOr<std::string> text = ReadInput("-", in);
-  if (!text.ok()) return text.status();
-  return Chip::FromText(*text, "<stdin>");
-}
-
 int ShowChip(const std::string& name_or_path, const std::string& format, CliIo& io) {
-  absl::StatusOr<Chip> loaded = LoadChipArgument(name_or_path, io.in);
-  if (!loaded.ok()) {
-    if (loaded.status().code() != absl::StatusCode::kInvalidArgument) {
-      return ReportStatus(loaded.status(), io);
-    }
-    // Put every problem on its own line, each starting with its file:line:col.
-    return ReportStatus(
-        absl::InvalidArgumentError(absl::StrCat("invalid hardware description '", name_or_path,
-                                                "':\n", loaded.status().message())),
-        io);
-  }
+  absl::StatusOr<Chip> loaded =
+      LoadDescriptionArgument<Chip>(name_or_path, io.in, "hardware", ResolveChip, Chip::FromText);
+  if (!loaded.ok()) return ReportStatus(loaded.status(), io);
   const Chip& chip = *loaded;
   if (format == "json") {
     io.out << ProtoToJson(chip.proto());
@@ -127,15 +112,13 @@ int RunHwCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kHwUsage;
     return kExitOk;
   }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(absl::InvalidArgumentError(
-                            absl::StrCat("--format: expected table or json; got '", format, "'")),
-                        io);
-  }
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
   const std::vector<std::string>& positional = flags->positional();
-  if (positional.size() == 1 && positional[0] == "list") return ListChips(format, io);
-  if (positional.size() == 2 && positional[0] == "show") return ShowChip(positional[1], format, io);
+  if (positional.size() == 1 && positional[0] == "list") return ListChips(*format, io);
+  if (positional.size() == 2 && positional[0] == "show") {
+    return ShowChip(positional[1], *format, io);
+  }
   io.err << kHwUsage;
   return kExitBadInput;
 }

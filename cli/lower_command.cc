@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "cli/step_flags.h"
 #include "sim/interp/npy.h"
@@ -61,12 +61,7 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kLowerUsage << "\n" << kStepFlagsHelp;
     return kExitOk;
   }
-  if (!flags->positional().empty()) {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "expected no positional arguments; got '", flags->positional()[0],
-                            "'")),
-                        io);
-  }
+  if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
   if (!flags->Has("inputs-dir") && (flags->Has("routing") || flags->Has("seed"))) {
     return ReportStatus(absl::InvalidArgumentError(
                             "--routing and --seed: expected them only with --inputs-dir"),
@@ -74,19 +69,14 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
   }
   absl::StatusOr<RoutingCase> routing = ParseRoutingCase(flags->Get("routing", "random"));
   if (!routing.ok()) return ReportStatus(Annotate(routing.status(), "--routing"), io);
-  uint64_t seed = 1;
-  if (flags->Has("seed") && !absl::SimpleAtoi(flags->Get("seed"), &seed)) {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "--seed: expected a non-negative integer; got '", flags->Get("seed"),
-                            "'")),
-                        io);
-  }
+  absl::StatusOr<uint64_t> seed = SeedFlag(*flags, /*fallback=*/1);
+  if (!seed.ok()) return ReportStatus(seed.status(), io);
   absl::StatusOr<StepSpec> spec = StepSpecFromFlags(*flags, StepFlagDefaults());
   if (!spec.ok()) return ReportStatus(spec.status(), io);
   absl::StatusOr<LoweredStep> step = LowerStep(*spec);
   if (!step.ok()) return ReportStatus(step.status(), io);
   if (flags->Has("inputs-dir")) {
-    if (absl::Status s = WriteInputs(*step, flags->Get("inputs-dir"), *routing, seed); !s.ok()) {
+    if (absl::Status s = WriteInputs(*step, flags->Get("inputs-dir"), *routing, *seed); !s.ok()) {
       return ReportStatus(s, io);
     }
   }

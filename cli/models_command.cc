@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
 #include "sim/moe/model_config.h"
@@ -114,25 +115,10 @@ int ListModels(const std::string& format, CliIo& io) {
   return kExitOk;
 }
 
-absl::StatusOr<ModelConfig> LoadModelArgument(const std::string& name_or_path, std::istream& in) {
-  if (name_or_path != "-") return ResolveModel(name_or_path);
-  absl::StatusOr<std::string> text = ReadInput("-", in);
-  if (!text.ok()) return text.status();
-  return ModelConfig::FromText(*text, "<stdin>");
-}
-
 int ShowModel(const std::string& name_or_path, const std::string& format, CliIo& io) {
-  absl::StatusOr<ModelConfig> loaded = LoadModelArgument(name_or_path, io.in);
-  if (!loaded.ok()) {
-    if (loaded.status().code() != absl::StatusCode::kInvalidArgument) {
-      return ReportStatus(loaded.status(), io);
-    }
-    // Put every problem on its own line, each starting with its file:line:col.
-    return ReportStatus(
-        absl::InvalidArgumentError(absl::StrCat("invalid model description '", name_or_path, "':\n",
-                                                loaded.status().message())),
-        io);
-  }
+  absl::StatusOr<ModelConfig> loaded = LoadDescriptionArgument<ModelConfig>(
+      name_or_path, io.in, "model", ResolveModel, ModelConfig::FromText);
+  if (!loaded.ok()) return ReportStatus(loaded.status(), io);
   const ModelConfig& m = *loaded;
   if (format == "json") {
     io.out << ProtoToJson(m.proto());
@@ -170,16 +156,12 @@ int RunModelsCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kModelsUsage;
     return kExitOk;
   }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(absl::InvalidArgumentError(
-                            absl::StrCat("--format: expected table or json; got '", format, "'")),
-                        io);
-  }
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
   const std::vector<std::string>& positional = flags->positional();
-  if (positional.size() == 1 && positional[0] == "list") return ListModels(format, io);
+  if (positional.size() == 1 && positional[0] == "list") return ListModels(*format, io);
   if (positional.size() == 2 && positional[0] == "show") {
-    return ShowModel(positional[1], format, io);
+    return ShowModel(positional[1], *format, io);
   }
   io.err << kModelsUsage;
   return kExitBadInput;

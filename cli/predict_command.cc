@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "cli/step_flags.h"
 #include "sim/predict/predict.h"
@@ -70,18 +71,9 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kPredictUsage << "\n" << kStepFlagsHelp;
     return kExitOk;
   }
-  if (!flags->positional().empty()) {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "expected no positional arguments; got '", flags->positional()[0],
-                            "'")),
-                        io);
-  }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "--format: expected table or json; got '", format, "'")),
-                        io);
-  }
+  if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
   absl::StatusOr<PredictOptions> defaults = DefaultPredictOptions();
   if (!defaults.ok()) return ReportStatus(defaults.status(), io);
   const StepSpec& d = defaults->spec;
@@ -120,7 +112,7 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
     }
     trace << PredictionTrace(*prediction, trace_devices);
   }
-  io.out << (format == "json" ? PredictionJson(*prediction) : FormatPredictionTable(*prediction));
+  io.out << (*format == "json" ? PredictionJson(*prediction) : FormatPredictionTable(*prediction));
   return kExitOk;
 }
 

@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,15 +22,14 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
 #include "sim/interp/interpreter.h"
 #include "sim/interp/npy.h"
 #include "sim/interp/random_inputs.h"
 #include "sim/ir/attributes.h"
-#include "sim/ir/hlo_parser.h"
 #include "sim/ir/instruction.h"
-#include "sim/ir/verifier.h"
 #include "sim/util/proto_format.h"
 #include "sim/util/status.h"
 
@@ -221,28 +219,10 @@ absl::StatusOr<RunFlags> ParseRunFlags(const ParsedFlags& flags) {
   if (flags.Has("threads")) {
     PERFSIM_ASSIGN_OR_RETURN(run.threads, ParseCount("threads", flags.Get("threads"), 0));
   }
-  const std::string format = flags.Get("format", "table");
-  if (format != "table" && format != "json") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format: expected table or json; got '", format, "'"));
-  }
-  run.json = format == "json";
+  absl::StatusOr<std::string> format = TableOrJsonFormat(flags);
+  if (!format.ok()) return format.status();
+  run.json = *format == "json";
   return run;
-}
-
-absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path, std::istream& in) {
-  PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, in));
-  const std::string display_name = path == "-" ? "<stdin>" : path;
-  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, ParseHloModule(text, display_name));
-  // The interpreter trusts declared shapes; a module that fails verification is refused here.
-  absl::Status verified = VerifyModule(*module);
-  if (!verified.ok()) {
-    // Verifier messages start with "line:col: " when the instruction came from text.
-    const std::string message(verified.message());
-    const bool has_location = !message.empty() && absl::ascii_isdigit(message[0]);
-    return absl::Status(verified.code(), display_name + (has_location ? ":" : ": ") + message);
-  }
-  return module;
 }
 
 // See --devices in kRunUsage.
@@ -487,8 +467,9 @@ absl::Status SaveOutputs(const std::string& dir, const std::vector<OutputSummary
 }
 
 absl::Status Run(const RunFlags& run, CliIo& io) {
-  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(run.path, io.in));
-  const std::string display_name = run.path == "-" ? "<stdin>" : run.path;
+  // The interpreter trusts declared shapes; a module that fails verification is refused here.
+  PERFSIM_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadVerifiedModule(run.path, io.in));
+  const std::string display_name = InputName(run.path);
   const int64_t num_devices = run.devices.value_or(DefaultDeviceCount(*module));
   if (num_devices > kMaxDevices) {
     return absl::InvalidArgumentError(absl::StrCat(display_name,

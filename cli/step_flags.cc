@@ -10,9 +10,9 @@ namespace perfsim {
 
 const char kStepFlagsHelp[] = R"(step flags:
   --model NAME|FILE         model (perfsim models list), or a .textproto path
-  --batch B, --seq S        tokens = B·S (split over dp·ep devices)
+  --batch B, --seq S        tokens = B·S (split over dp·fsdp·ep devices)
   --phase fwd|fwd_bwd       forward only, or forward and the explicit backward
-  --parallelism AXES        e.g. ep=4 or dp=2,ep=4 or ep=2,tp=2 (axes: dp, ep, tp)
+  --parallelism AXES        e.g. ep=4, dp=2,ep=4, fsdp=2,ep=4 or ep=2,tp=2 (axes: dp, fsdp, ep, tp)
   --backend NAME            dense_einsum, capacity_einsum, sparse_ragged_dot, megablox_gmm,
                             ep_ragged_a2a, ring_of_experts, grouped_gemm_aligned, fused_expert_ffn
   --tiling-wi T, --tiling-wo T

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "sim/sweep/progress.h"
 #include "sim/sweep/ranking.h"
@@ -224,10 +225,7 @@ struct OutputOptions {
 
 absl::StatusOr<OutputOptions> OutputFromFlags(const ParsedFlags& flags) {
   OutputOptions o;
-  o.format = flags.Get("format", "table");
-  if (o.format != "table" && o.format != "json") {
-    return UsageError(absl::StrCat("--format: expected table or json; got '", o.format, "'"));
-  }
+  PERFSIM_ASSIGN_OR_RETURN(o.format, TableOrJsonFormat(flags));
   PERFSIM_ASSIGN_OR_RETURN(o.report.rank_by, ParseRankBy(flags.Get("rank-by", "step")));
   if (flags.Has("top")) {
     if (!absl::SimpleAtoi(flags.Get("top"), &o.report.top) || o.report.top < 0) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
 #include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "cli/step_flags.h"
 #include "fmt/format.h"
@@ -206,27 +207,13 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kValidateUsage << "\n" << kStepFlagsHelp;
     return kExitOk;
   }
-  const std::string format = flags->Get("format", "table");
-  if (format != "table" && format != "json") {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "--format: expected table or json; got '", format, "'")),
-                        io);
-  }
-  if (!flags->positional().empty()) {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "expected no positional arguments; got '", flags->positional()[0],
-                            "'")),
-                        io);
-  }
+  absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
+  if (!format.ok()) return ReportStatus(format.status(), io);
+  if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
   absl::StatusOr<StepSpec> base = StepSpecFromFlags(*flags, StepFlagDefaults());
   if (!base.ok()) return ReportStatus(base.status(), io);
-  uint64_t seed = 1;
-  if (flags->Has("seed") && !absl::SimpleAtoi(flags->Get("seed"), &seed)) {
-    return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                            "--seed: expected a non-negative integer; got '", flags->Get("seed"),
-                            "'")),
-                        io);
-  }
+  absl::StatusOr<uint64_t> seed = SeedFlag(*flags, /*fallback=*/1);
+  if (!seed.ok()) return ReportStatus(seed.status(), io);
   double tolerance = 0;
   if (flags->Has("tolerance") &&
       (!absl::SimpleAtod(flags->Get("tolerance"), &tolerance) || !(tolerance > 0) ||
@@ -258,7 +245,7 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
     if (absl::Status valid = base->Validate(); !valid.ok()) return ReportStatus(valid, io);
     results.push_back(ValidateHloModule(*std::move(module), *base,
                                         routings->empty() ? RoutingCase::kRandom : (*routings)[0],
-                                        seed));
+                                        *seed));
     results.back().backend = flags->Get("hlo");
     if (!results.back().pass && results.back().errors.empty()) {
       // Nothing ran: the module does not fit the contract. That is bad input.
@@ -269,7 +256,7 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   } else {
     absl::StatusOr<Chip> chip = ResolveChip(flags->Get("hw", "tpu_v5p"));
     if (!chip.ok()) return ReportStatus(Annotate(chip.status(), "--hw"), io);
-    SuiteOptions options{.base = *base, .seed = seed, .chip = &*chip, .tolerance = tolerance};
+    SuiteOptions options{.base = *base, .seed = *seed, .chip = &*chip, .tolerance = tolerance};
     const std::string backend = flags->Get("backend", "all");
     if (backend != "all") options.backends = absl::StrSplit(backend, ',');
     for (const std::string& name : options.backends) {
@@ -299,7 +286,7 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
     if (flags->Has("parallelism")) options.parallelism = base->parallelism;
     results = RunSuite(options);
   }
-  if (format == "json") {
+  if (*format == "json") {
     PrintJson(results, io.out);
   } else {
     PrintTable(results, io.out);

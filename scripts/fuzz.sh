@@ -1,28 +1,56 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan + UBSan) into build-fuzz/ and runs each for
-# RUNS executions (default 1,000,000), seeded from the HLO corpus, the committed test HLO and
-# the built-in textprotos. Findings (crash-*, timeout-*, oom-*) land in fuzz-findings/.
+# Builds the libFuzzer targets with clang (ASan + UBSan) into build-fuzz/ and runs each, one at
+# a time, for RUNS executions (default 1,000,000). Corpora (fuzz-corpus/<target>/, kept between
+# runs) are seeded from committed files:
+#   hlo_parser  shared/reference/xla_hlo_corpus/*.hlo, tests/testdata/**/*.hlo
+#   textproto   hardware/*.textproto, models/*.textproto
+#   csv         tests/testdata/accuracy/*.csv, shared/reference/calibration.csv, fuzz/seeds/csv/
+#   routing     fuzz/seeds/routing/ (routing files and --routing specs)
+#   npy         tests/testdata/hlo/jax/*.npy, fuzz/seeds/npy/
+#   sweep       fuzz/seeds/sweep/ (sweep space textprotos and shard files)
+# fuzz/seeds/ also keeps the inputs of past findings, so that every run re-checks them.
+# Findings (crash-*, timeout-*, oom-*) land in fuzz-findings/, with one log per target.
 #   scripts/fuzz.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
+targets=(hlo_parser textproto csv routing npy sweep)
 PERFSIM_WITH_FUZZ=1 bash scripts/install_deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPERFSIM_FUZZ=ON -DPERFSIM_TESTS=OFF -DPERFSIM_BENCHMARKS=OFF >/dev/null
-ninja -C build-fuzz hlo_parser_fuzzer textproto_fuzzer
+ninja -C build-fuzz "${targets[@]/%/_fuzzer}"
 
-mkdir -p fuzz-corpus/hlo fuzz-corpus/textproto fuzz-findings
-cp ../shared/reference/xla_hlo_corpus/*.hlo fuzz-corpus/hlo/ 2>/dev/null || true
-find tests/testdata -name '*.hlo' -exec cp {} fuzz-corpus/hlo/ \;
+mkdir -p fuzz-findings
+for target in "${targets[@]}"; do mkdir -p "fuzz-corpus/$target"; done
+cp ../shared/reference/xla_hlo_corpus/*.hlo fuzz-corpus/hlo_parser/ 2>/dev/null || true
+find tests/testdata -name '*.hlo' -exec cp {} fuzz-corpus/hlo_parser/ \;
 cp hardware/*.textproto models/*.textproto fuzz-corpus/textproto/
+cp tests/testdata/accuracy/*.csv fuzz-corpus/csv/
+cp ../shared/reference/calibration.csv fuzz-corpus/csv/ 2>/dev/null || true
+cp fuzz/seeds/csv/* fuzz-corpus/csv/
+cp fuzz/seeds/routing/* fuzz-corpus/routing/
+cp tests/testdata/hlo/jax/*.npy fuzz/seeds/npy/* fuzz-corpus/npy/
+cp fuzz/seeds/sweep/* fuzz-corpus/sweep/
 
+# Longest input per target, above its seeds (calibration.csv is 14 kB; most .npy seeds
+# are under 4 kB, larger ones are still read whole).
+max_len() {
+  case "$1" in
+    hlo_parser | csv) echo 65536 ;;
+    textproto | routing | sweep) echo 8192 ;;
+    npy) echo 16384 ;;
+  esac
+}
+
+# UBSan reports are recoverable by default: make them fatal so that libFuzzer keeps the input.
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 status=0
-for target in hlo_parser textproto; do
+for target in "${targets[@]}"; do
   echo "== ${target}_fuzzer: ${runs} runs"
   log="fuzz-findings/${target}.log"
-  if ! ./build-fuzz/fuzz/${target}_fuzzer -runs="$runs" -max_len=65536 -timeout=10 \
-      -rss_limit_mb=2048 -artifact_prefix=fuzz-findings/ -print_final_stats=1 \
-      fuzz-corpus/$target >"$log" 2>&1; then
+  if ! ./build-fuzz/fuzz/${target}_fuzzer -runs="$runs" -max_len="$(max_len "$target")" \
+      -timeout=10 -rss_limit_mb=2048 -artifact_prefix=fuzz-findings/ -print_final_stats=1 \
+      "fuzz-corpus/$target" >"$log" 2>&1; then
     echo "${target}_fuzzer found a problem; see $log and fuzz-findings/" >&2
     status=1
   fi

@@ -70,6 +70,14 @@ absl::StatusOr<std::optional<GemmShape>> ParseGemmShape(const Measurement& row) 
   if (!k.has_value() || !n.has_value()) return std::optional<GemmShape>();
   shape.k = *k;
   shape.n = *n;
+  // A group list longer than any MoE's expert count would only exhaust memory.
+  constexpr int64_t kMaxGroups = int64_t{1} << 16;
+  for (const std::optional<int64_t>& count : {groups, experts}) {
+    if (count.has_value() && *count > kMaxGroups) {
+      return CellError(row, "op_shape",
+                       absl::StrCat("at most ", kMaxGroups, " groups (E or groups)"));
+    }
+  }
 
   if (const std::optional<std::string> list = kv.Find({"group_sizes"})) {
     absl::string_view body = absl::StripAsciiWhitespace(*list);
@@ -117,6 +125,12 @@ absl::StatusOr<std::optional<GemmShape>> ParseGemmShape(const Measurement& row) 
                              " rows each");
   }
   if (shape.group_sizes.empty()) return CellError(row, "op_shape", "at least one group");
+  // The cost model counts flops and bytes in int64: 2·M·K·N must fit with room to spare.
+  double rows = 0;
+  for (int64_t size : shape.group_sizes) rows += static_cast<double>(size);
+  if (2 * rows * static_cast<double>(shape.k) * static_cast<double>(shape.n) > 0x1p62) {
+    return CellError(row, "op_shape", "a matmul of at most 2^62 flops (2·M·K·N)");
+  }
   return std::optional<GemmShape>(std::move(shape));
 }
 

@@ -82,7 +82,10 @@ KeyValues ParseKeyValues(absl::string_view text) {
 
 std::optional<int64_t> ParseInteger(absl::string_view text) {
   int64_t value = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value) || value < 0) return std::nullopt;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value) || value < 0 ||
+      value > kMaxCellInteger) {
+    return std::nullopt;
+  }
   return value;
 }
 

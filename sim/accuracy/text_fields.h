@@ -38,7 +38,11 @@ struct KeyValues {
 // (split at the first '='), other non-empty pieces phrases.
 KeyValues ParseKeyValues(absl::string_view text);
 
-// A whole cell that is a non-negative integer ("4096", " 8 "), else nullopt.
+// The largest integer the readers below return (2^31 - 1): no measured kernel has a bigger
+// size, and the products the scenarios form of two such sizes stay inside int64.
+inline constexpr int64_t kMaxCellInteger = (int64_t{1} << 31) - 1;
+
+// A whole cell that is an integer in [0, kMaxCellInteger] ("4096", " 8 "), else nullopt.
 std::optional<int64_t> ParseInteger(absl::string_view text);
 // The integer that starts the text ("4096 tokens per rank" -> 4096, "2+ nodes" -> 2).
 std::optional<int64_t> LeadingInteger(absl::string_view text);

@@ -132,6 +132,10 @@ absl::StatusOr<Literal> ParseNpy(absl::string_view bytes) {
         absl::StrCat("npy: expected a supported dtype (",
                      "bool, int8..64, uint8..64, float16/32/64, complex64/128); got '", d, "'"));
   }
+  if (shape_text->size() < 2 || shape_text->front() != '(' || shape_text->back() != ')') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("npy: expected a shape tuple such as (4, 8); got '", *shape_text, "'"));
+  }
   std::vector<int64_t> dims;
   const absl::string_view inner = absl::string_view(*shape_text).substr(1, shape_text->size() - 2);
   for (absl::string_view part : absl::StrSplit(inner, ',', absl::SkipWhitespace())) {
@@ -143,7 +147,7 @@ absl::StatusOr<Literal> ParseNpy(absl::string_view bytes) {
     dims.push_back(dim);
   }
   const Shape shape = Shape::Array(*type, dims);
-  PERFSIM_RETURN_IF_ERROR(ValidateShape(shape));
+  if (absl::Status valid = ValidateShape(shape); !valid.ok()) return Annotate(valid, "npy");
   const size_t data_bytes = static_cast<size_t>(shape.ElementCount() * ByteWidth(*type));
   const absl::string_view data = bytes.substr(offset + header_len);
   if (data.size() != data_bytes) {

@@ -72,24 +72,66 @@ template <typename T>
 using UnsignedOf = std::make_unsigned_t<
     std::conditional_t<std::is_same_v<typename T::Compute, bool>, uint8_t, typename T::Compute>>;
 
+// The unary ops whose formula reads the same on real and complex values (the std:: functions
+// overload both): negate, exp, log, sqrt, rsqrt, tanh, logistic, sin, cos and tan; nullopt for
+// the others. R is the real type (F for std::complex<F>, else V itself), so that the 1 of rsqrt
+// and logistic stays real: 1 + w for a complex w adds to the real part only, where a complex
+// 1 + 0i would turn a -0 imaginary part into +0.
+template <UnaryOp kOp, typename R, typename V>
+inline std::optional<V> ApplySharedUnary(V x) {
+  switch (kOp) {
+    case UnaryOp::kNegate:
+      return -x;
+    case UnaryOp::kExp:
+      return std::exp(x);
+    case UnaryOp::kLog:
+      return std::log(x);
+    case UnaryOp::kSqrt:
+      return std::sqrt(x);
+    case UnaryOp::kRsqrt:
+      return R(1) / std::sqrt(x);
+    case UnaryOp::kTanh:
+      return std::tanh(x);
+    case UnaryOp::kLogistic:
+      return R(1) / (R(1) + std::exp(-x));
+    case UnaryOp::kSin:
+      return std::sin(x);
+    case UnaryOp::kCos:
+      return std::cos(x);
+    case UnaryOp::kTan:
+      return std::tan(x);
+    case UnaryOp::kAbs:
+    case UnaryOp::kExpm1:
+    case UnaryOp::kLog1p:
+    case UnaryOp::kCbrt:
+    case UnaryOp::kErf:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRoundAfz:
+    case UnaryOp::kRoundEven:
+    case UnaryOp::kSign:
+    case UnaryOp::kNot:
+    case UnaryOp::kPopcnt:
+    case UnaryOp::kClz:
+    case UnaryOp::kCopy:
+      break;
+  }
+  return std::nullopt;
+}
+
 // The unary ops XLA defines on complex numbers (CheckUnaryOpType lets no other through).
 template <UnaryOp kOp, typename F>
 inline std::complex<F> ApplyComplexUnary(std::complex<F> z) {
+  if (std::optional<std::complex<F>> shared = ApplySharedUnary<kOp, F>(z)) return *shared;
   const F x = z.real();
   const F y = z.imag();
   switch (kOp) {
-    case UnaryOp::kNegate:
-      return -z;
-    case UnaryOp::kExp:
-      return std::exp(z);
     case UnaryOp::kExpm1: {
       // exp(x + iy) - 1 = (expm1(x) cos y - 2 sin^2(y/2)) + i exp(x) sin y: no cancellation
       // for small |z|.
       const F half_sin = std::sin(y / F(2));
       return {std::expm1(x) * std::cos(y) - F(2) * half_sin * half_sin, std::exp(x) * std::sin(y)};
     }
-    case UnaryOp::kLog:
-      return std::log(z);
     case UnaryOp::kLog1p: {
       // |1 + z|^2 - 1 = x (2 + x) + y^2 keeps the digits of small z; far from 0 use log(1 + z).
       const F real = std::fabs(x) < F(0.5) && std::fabs(y) < F(0.5)
@@ -97,22 +139,18 @@ inline std::complex<F> ApplyComplexUnary(std::complex<F> z) {
                          : std::log(std::abs(std::complex<F>(F(1) + x, y)));
       return {real, std::atan2(y, F(1) + x)};
     }
-    case UnaryOp::kSqrt:
-      return std::sqrt(z);
-    case UnaryOp::kRsqrt:
-      return F(1) / std::sqrt(z);
-    case UnaryOp::kTanh:
-      return std::tanh(z);
-    case UnaryOp::kLogistic:
-      return F(1) / (F(1) + std::exp(-z));
-    case UnaryOp::kSin:
-      return std::sin(z);
-    case UnaryOp::kCos:
-      return std::cos(z);
-    case UnaryOp::kTan:
-      return std::tan(z);
     case UnaryOp::kSign:
       return x == F(0) && y == F(0) ? z : z / std::abs(z);
+    case UnaryOp::kNegate:  // the ApplySharedUnary ops
+    case UnaryOp::kExp:
+    case UnaryOp::kLog:
+    case UnaryOp::kSqrt:
+    case UnaryOp::kRsqrt:
+    case UnaryOp::kTanh:
+    case UnaryOp::kLogistic:
+    case UnaryOp::kSin:
+    case UnaryOp::kCos:
+    case UnaryOp::kTan:
     case UnaryOp::kAbs:
     case UnaryOp::kCbrt:
     case UnaryOp::kErf:
@@ -148,35 +186,16 @@ inline typename T::Compute ApplyUnary(typename T::Compute x) {
   } else if constexpr (kIsPred<T>) {
     return kOp == UnaryOp::kNot ? !x : x;
   } else if constexpr (kIsFloat<T>) {
+    if (std::optional<C> shared = ApplySharedUnary<kOp, C>(x)) return *shared;
     switch (kOp) {
       case UnaryOp::kAbs:
         return std::fabs(x);
-      case UnaryOp::kNegate:
-        return -x;
-      case UnaryOp::kExp:
-        return std::exp(x);
       case UnaryOp::kExpm1:
         return std::expm1(x);
-      case UnaryOp::kLog:
-        return std::log(x);
       case UnaryOp::kLog1p:
         return std::log1p(x);
-      case UnaryOp::kSqrt:
-        return std::sqrt(x);
-      case UnaryOp::kRsqrt:
-        return C(1) / std::sqrt(x);
       case UnaryOp::kCbrt:
         return std::cbrt(x);
-      case UnaryOp::kTanh:
-        return std::tanh(x);
-      case UnaryOp::kLogistic:
-        return C(1) / (C(1) + std::exp(-x));
-      case UnaryOp::kSin:
-        return std::sin(x);
-      case UnaryOp::kCos:
-        return std::cos(x);
-      case UnaryOp::kTan:
-        return std::tan(x);
       case UnaryOp::kErf:
         return std::erf(x);
       case UnaryOp::kFloor:
@@ -189,6 +208,16 @@ inline typename T::Compute ApplyUnary(typename T::Compute x) {
         return std::nearbyint(x);
       case UnaryOp::kSign:
         return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);
+      case UnaryOp::kNegate:  // the ApplySharedUnary ops
+      case UnaryOp::kExp:
+      case UnaryOp::kLog:
+      case UnaryOp::kSqrt:
+      case UnaryOp::kRsqrt:
+      case UnaryOp::kTanh:
+      case UnaryOp::kLogistic:
+      case UnaryOp::kSin:
+      case UnaryOp::kCos:
+      case UnaryOp::kTan:
       case UnaryOp::kNot:
       case UnaryOp::kPopcnt:
       case UnaryOp::kClz:
@@ -235,6 +264,35 @@ inline bool IsNan(C x) {
   }
 }
 
+// The binary ops whose formula reads the same on real and complex values: a + b, a - b, a * b
+// and a / b; nullopt for the others.
+template <BinaryOp kOp, typename V>
+inline std::optional<V> ApplySharedBinary(V a, V b) {
+  switch (kOp) {
+    case BinaryOp::kAdd:
+      return a + b;
+    case BinaryOp::kSubtract:
+      return a - b;
+    case BinaryOp::kMultiply:
+      return a * b;
+    case BinaryOp::kDivide:
+      return a / b;
+    case BinaryOp::kRemainder:
+    case BinaryOp::kMaximum:
+    case BinaryOp::kMinimum:
+    case BinaryOp::kPower:
+    case BinaryOp::kAtan2:
+    case BinaryOp::kAnd:
+    case BinaryOp::kOr:
+    case BinaryOp::kXor:
+    case BinaryOp::kShiftLeft:
+    case BinaryOp::kShiftRightArithmetic:
+    case BinaryOp::kShiftRightLogical:
+      break;
+  }
+  return std::nullopt;
+}
+
 template <typename T, BinaryOp kOp>
 inline typename T::Compute ApplyBinary(typename T::Compute a, typename T::Compute b) {
   using C = typename T::Compute;
@@ -255,30 +313,16 @@ inline typename T::Compute ApplyBinary(typename T::Compute a, typename T::Comput
         return a;
     }
   } else if constexpr (kIsComplex<T>) {
+    if (std::optional<C> shared = ApplySharedBinary<kOp>(a, b)) return *shared;
     switch (kOp) {
-      case BinaryOp::kAdd:
-        return a + b;
-      case BinaryOp::kSubtract:
-        return a - b;
-      case BinaryOp::kMultiply:
-        return a * b;
-      case BinaryOp::kDivide:
-        return a / b;
       case BinaryOp::kPower:
         return ComplexPower(a, b);
       default:  // not defined on complex numbers: CheckBinaryOpType refuses them
         return a;
     }
   } else if constexpr (kIsFloat<T>) {
+    if (std::optional<C> shared = ApplySharedBinary<kOp>(a, b)) return *shared;
     switch (kOp) {
-      case BinaryOp::kAdd:
-        return a + b;
-      case BinaryOp::kSubtract:
-        return a - b;
-      case BinaryOp::kMultiply:
-        return a * b;
-      case BinaryOp::kDivide:
-        return a / b;
       case BinaryOp::kRemainder:
         return std::fmod(a, b);
       case BinaryOp::kMaximum:

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 
@@ -40,32 +41,9 @@ namespace {
 absl::Status ReadFile(const std::string& path, RoutingSpec* spec) {
   std::ifstream file(path);
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the routing file"));
-  std::string line;
-  int line_number = 0;
-  while (std::getline(file, line)) {
-    ++line_number;
-    absl::string_view text = line;
-    const size_t hash = text.find('#');
-    if (hash != absl::string_view::npos) text = text.substr(0, hash);
-    std::vector<double> row;
-    size_t column = 0;
-    for (absl::string_view token : absl::StrSplit(text, absl::ByAnyChar(" \t,"))) {
-      column = static_cast<size_t>(token.data() - line.data()) + 1;
-      if (token.empty()) continue;
-      double value = 0;
-      if (!absl::SimpleAtod(token, &value) || value < 0 || !std::isfinite(value)) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ":", column,
-                                                       ": expected a non-negative number; got '",
-                                                       token, "'"));
-      }
-      row.push_back(value);
-    }
-    if (!row.empty()) spec->file_weights.push_back(std::move(row));
-  }
-  if (spec->file_weights.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ":1:1: expected tokens per expert; got an empty file"));
-  }
+  std::stringstream text;
+  text << file.rdbuf();
+  PERFSIM_ASSIGN_OR_RETURN(spec->file_weights, ParseRoutingFileText(text.str(), path));
   return absl::OkStatus();
 }
 
@@ -75,13 +53,31 @@ std::vector<int64_t> Apportion(std::vector<double> weights, int64_t total, int64
   std::vector<int64_t> counts(n, 0);
   std::vector<bool> capped(n, false);
   int64_t remaining = total;
-  // Fix experts that would exceed the cap, then spread the rest over the others.
-  for (int round = 0; round < n + 1 && remaining > 0; ++round) {
+  // Weights whose sum overflows (two of 1e308) are taken relative to the largest.
+  if (!std::isfinite(std::accumulate(weights.begin(), weights.end(), 0.0))) {
+    const double largest = *std::max_element(weights.begin(), weights.end());
+    for (double& w : weights) w /= largest;
+  }
+  // Fix experts that would exceed the cap, then spread the rest over the others. When only
+  // experts of weight 0 are left (a file's zeros, zipf weights that underflow, or everything
+  // else capped) while assignments remain, the rest goes to them in equal parts: a token picks
+  // K distinct experts, so every source still routes T·K assignments.
+  for (int round = 0; round < n + 2 && remaining > 0; ++round) {
     double sum = 0;
     for (int64_t e = 0; e < n; ++e) {
       if (!capped[e]) sum += weights[e];
     }
-    if (sum <= 0) break;
+    if (sum <= 0) {
+      bool any = false;
+      for (int64_t e = 0; e < n; ++e) {
+        if (!capped[e]) {
+          weights[e] = 1;
+          any = true;
+        }
+      }
+      if (!any) break;
+      continue;
+    }
     bool changed = false;
     for (int64_t e = 0; e < n; ++e) {
       if (!capped[e] && weights[e] / sum * remaining > cap) {
@@ -116,6 +112,42 @@ std::vector<int64_t> Apportion(std::vector<double> weights, int64_t total, int64
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::vector<double>>> ParseRoutingFileText(
+    absl::string_view text, absl::string_view filename) {
+  std::vector<std::vector<double>> weights;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    absl::string_view content = line;
+    const size_t hash = content.find('#');
+    if (hash != absl::string_view::npos) content = content.substr(0, hash);
+    std::vector<double> row;
+    for (absl::string_view token : absl::StrSplit(content, absl::ByAnyChar(" \t,"))) {
+      if (token.empty()) continue;
+      const size_t column = static_cast<size_t>(token.data() - line.data()) + 1;
+      double value = 0;
+      if (!absl::SimpleAtod(token, &value) || value < 0 || !std::isfinite(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(filename, ":", line_number, ":", column,
+                                                       ": expected a non-negative number; got '",
+                                                       token, "'"));
+      }
+      row.push_back(value);
+    }
+    if (!row.empty() && *std::max_element(row.begin(), row.end()) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(filename, ":", line_number,
+                       ":1: expected a line with a positive count (its tokens are spread in "
+                       "proportion); got only zeros"));
+    }
+    if (!row.empty()) weights.push_back(std::move(row));
+  }
+  if (weights.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ":1:1: expected tokens per expert; got an empty file"));
+  }
+  return weights;
+}
 
 absl::StatusOr<RoutingSpec> ParseRoutingSpec(absl::string_view text) {
   RoutingSpec spec;

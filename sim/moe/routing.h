@@ -17,7 +17,8 @@
 //              source's T·K assignments
 // Counts are integers by largest-remainder rounding (ties to the lower expert id) and capped at
 // T per expert and source (a token picks K distinct experts); capped excess goes to the other
-// experts in proportion.
+// experts in proportion (in equal parts when those all have weight 0, so that every source
+// routes T·K). A file line of zeros only is an error.
 #ifndef PERFSIM_SIM_MOE_ROUTING_H_
 #define PERFSIM_SIM_MOE_ROUTING_H_
 
@@ -44,6 +45,14 @@ struct RoutingSpec {
 // "counts.txt:2:5: expected a non-negative number; got 'abc'".
 absl::StatusOr<RoutingSpec> ParseRoutingSpec(absl::string_view text);
 std::string RoutingSpecToString(const RoutingSpec& spec);
+// The weights of a routing file's text (the file: format above; '#' starts a comment, numbers
+// are separated by spaces, tabs or commas, lines without numbers are skipped), one row per line
+// that has numbers. ParseRoutingSpec("file:PATH") reads PATH and calls this. InvalidArgument
+// "filename:line:col: expected a non-negative number; got 'abc'", or for a file without
+// numbers "filename:1:1: expected tokens per expert; got an empty file"; a line of zeros only
+// is an error too (nothing to scale).
+absl::StatusOr<std::vector<std::vector<double>>> ParseRoutingFileText(absl::string_view text,
+                                                                      absl::string_view filename);
 
 // Sources often share one row (every source of a uniform, zipf or hot routing, or of a
 // one-line file): the matrix keeps each distinct row once, so 16384 sources × 256 experts cost

@@ -244,14 +244,18 @@ absl::StatusOr<MergedSweep> MergeShards(const std::vector<ShardFile>& shards) {
                        s.shard_count, " again (also in ", it->second->filename, ")"));
     }
   }
-  std::vector<std::string> missing;
-  for (int64_t i = 0; i < first.shard_count; ++i) {
-    if (!by_index.contains(i)) missing.push_back(absl::StrCat(i, "/", first.shard_count));
-  }
-  if (!missing.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("merge: expected all ", first.shard_count,
-                                                   " shards; missing ",
-                                                   absl::StrJoin(missing, ", ")));
+  // The shards are distinct and below N, so all are there exactly when there are N of them.
+  // Otherwise name the first few missing ones (N is read from a file: it may be 10^18).
+  if (static_cast<int64_t>(by_index.size()) != first.shard_count) {
+    std::vector<std::string> missing;
+    for (int64_t i = 0; i < first.shard_count && missing.size() < 8; ++i) {
+      if (!by_index.contains(i)) missing.push_back(absl::StrCat(i, "/", first.shard_count));
+    }
+    const int64_t more =
+        first.shard_count - static_cast<int64_t>(by_index.size() + missing.size());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "merge: expected all ", first.shard_count, " shards; missing ",
+        absl::StrJoin(missing, ", "), more > 0 ? absl::StrCat(" and ", more, " more") : ""));
   }
   absl::StatusOr<SweepSpace> space = ParseSweepSpace(first.space_text, first.filename);
   if (!space.ok()) return space.status();

@@ -6,38 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sim/util/proto_format.h"
 
 namespace perfsim {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string Json(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, absl::StrFormat("\\u%04x", static_cast<int>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 // Full precision, JSON-safe (no inf or nan).
 std::string Num(double v) {
@@ -157,25 +131,26 @@ std::string FormatSweepTable(const SweepEnumeration& e, const std::vector<PointR
 std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>& results,
                       const SweepSummary& s, const SweepReportOptions& o) {
   const SweepSpace& space = e.space();
-  std::string out =
-      absl::StrCat("{\"space\": {\"fingerprint\": ", Json(e.fingerprint()),
-                   ", \"model\": ", Json(e.model().name()), ", \"hw\": ", Json(e.chip().name()),
-                   ", \"mesh\": ", Json(e.mesh()), ", \"chips\": ", e.num_chips(),
-                   ", \"devices\": ", e.num_devices(),
-                   ", \"phase\": ", Json(PhaseName(space.phase)), ", \"seq\": ", space.seq, "},\n");
-  absl::StrAppend(&out, "\"scope\": ", Json(o.scope), ", \"points\": ", s.total_points,
+  std::string out = absl::StrCat(
+      "{\"space\": {\"fingerprint\": ", JsonString(e.fingerprint()),
+      ", \"model\": ", JsonString(e.model().name()), ", \"hw\": ", JsonString(e.chip().name()),
+      ", \"mesh\": ", JsonString(e.mesh()), ", \"chips\": ", e.num_chips(),
+      ", \"devices\": ", e.num_devices(), ", \"phase\": ", JsonString(PhaseName(space.phase)),
+      ", \"seq\": ", space.seq, "},\n");
+  absl::StrAppend(&out, "\"scope\": ", JsonString(o.scope), ", \"points\": ", s.total_points,
                   ", \"evaluated\": ", s.evaluated, ", \"feasible\": ", s.by_reason[0],
                   ", \"interrupted\": ", s.interrupted ? "true" : "false", ",\n\"infeasible\": {");
   bool first = true;
   for (int k = 1; k < kNumInfeasibilities; ++k) {
     if (s.by_reason[k] == 0) continue;
     const PointResult* example = FindIndex(results, s.example[k]);
-    absl::StrAppend(&out, first ? "" : ", ", Json(InfeasibilityName(static_cast<Infeasibility>(k))),
+    absl::StrAppend(&out, first ? "" : ", ",
+                    JsonString(InfeasibilityName(static_cast<Infeasibility>(k))),
                     ": {\"count\": ", s.by_reason[k], ", \"example_point\": ", s.example[k],
-                    ", \"example\": ", Json(example != nullptr ? example->message : ""), "}");
+                    ", \"example\": ", JsonString(example != nullptr ? example->message : ""), "}");
     first = false;
   }
-  absl::StrAppend(&out, "},\n\"rank_by\": ", Json(RankByName(o.rank_by)), ",\n\"top\": [");
+  absl::StrAppend(&out, "},\n\"rank_by\": ", JsonString(RankByName(o.rank_by)), ",\n\"top\": [");
   const int64_t top = std::min<int64_t>(o.top, static_cast<int64_t>(s.ranked.size()));
   for (int64_t k = 0; k < top; ++k) {
     const PointResult& r = results[s.ranked[k]];
@@ -183,11 +158,11 @@ std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>&
     const Parallelism& p = sc.parallelism;
     absl::StrAppend(&out, k ? ",\n" : "\n", "{\"rank\": ", k + 1, ", \"point\": ", r.index,
                     ", \"plan\": {\"dp\": ", p.dp, ", \"fsdp\": ", p.fsdp, ", \"ep\": ", p.ep,
-                    ", \"tp\": ", p.tp, ", \"backend\": ", Json(sc.backend),
+                    ", \"tp\": ", p.tp, ", \"backend\": ", JsonString(sc.backend),
                     ", \"batch_per_device\": ", sc.batch_per_device,
-                    ", \"tiling\": ", Json(SweepTilingLabel(*sc.tiling)),
-                    ", \"tilings\": ", Json(r.tilings),
-                    ", \"routing\": ", Json(space.routings[sc.routing]), "}");
+                    ", \"tiling\": ", JsonString(SweepTilingLabel(*sc.tiling)),
+                    ", \"tilings\": ", JsonString(r.tilings),
+                    ", \"routing\": ", JsonString(space.routings[sc.routing]), "}");
     absl::StrAppend(&out, ", \"step_seconds\": ", Num(r.step_seconds),
                     ", \"tokens_per_second_per_chip\": ", Num(r.tokens_per_second_per_chip),
                     ", \"mfu\": ", Num(r.mfu), ", \"hbm_bytes\": ", Num(r.hbm_bytes),
@@ -195,13 +170,13 @@ std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>&
                     ", \"exposed_communication_seconds\": ", Num(r.exposed_communication_seconds),
                     ", \"phases\": {");
     for (int ph = 0; ph < kNumPredictPhases; ++ph) {
-      absl::StrAppend(&out, ph ? ", " : "", Json(kPredictPhaseNames[ph]), ": ",
+      absl::StrAppend(&out, ph ? ", " : "", JsonString(kPredictPhaseNames[ph]), ": ",
                       Num(r.phase_seconds[ph]));
     }
     absl::StrAppend(&out, "}, \"pareto\": ", s.on_pareto[s.ranked[k]] ? "true" : "false",
                     ", \"why\": ",
                     k + 1 < static_cast<int64_t>(s.ranked.size())
-                        ? Json(WhyBeatsNext(e, r, results[s.ranked[k + 1]], o.rank_by, k + 2))
+                        ? JsonString(WhyBeatsNext(e, r, results[s.ranked[k + 1]], o.rank_by, k + 2))
                         : "null",
                     "}");
   }

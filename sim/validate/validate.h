@@ -153,6 +153,10 @@ Literal ShardOf(const Literal& global, const TensorSpec& spec, const Parallelism
 // naming the tensor, the index and both values.
 absl::StatusOr<Literal> Unshard(const std::vector<Literal>& shards, const TensorSpec& spec,
                                 const Parallelism& p);
+// Runs `step` on every device's shard of the `global` inputs (one per step.parameters) and
+// returns every output unsharded (one per step.outputs).
+absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
+                                                  const std::vector<Literal>& global);
 
 // Runs an already-lowered step (possibly mutated by a test) against the reference.
 ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& c,

@@ -24,10 +24,6 @@ std::string IndexString(const std::vector<int64_t>& index);
 // of 0.071057193 and 0.071057196 would hide the difference a message reports).
 std::string Exact(double value);
 
-// Runs `step` on the sharded `global` inputs and returns every output unsharded.
-absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
-                                                  const std::vector<Literal>& global);
-
 }  // namespace perfsim
 
 #endif  // PERFSIM_SIM_VALIDATE_VALIDATE_INTERNAL_H_

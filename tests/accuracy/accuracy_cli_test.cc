@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,30 +20,17 @@
 #include "sim/util/json_fields.h"
 #include "sim/util/status_matchers.h"
 #include "tests/accuracy/accuracy_test_util.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
 using ::perfsim::testing::CalibrationCsvPath;
 using ::perfsim::testing::CalibrationFile;
+using ::perfsim::testing::CliResult;
 using ::perfsim::testing::ReadFileOrDie;
+using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
-
-struct CliRun {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-CliRun Perfsim(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = RunPerfsim(args, in, out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
 
 double Number(const std::string& object, const std::string& key) {
   const std::optional<std::string> text = JsonTopLevelValue(object, key);
@@ -66,7 +52,7 @@ std::vector<std::string> RowObjects(const std::string& json) {
 }
 
 TEST(AccuracyCli, EveryRowIsPredictedOrSkippedWithAReason) {
-  const CliRun r = Perfsim({"accuracy", CalibrationCsvPath(), "--format=json"});
+  const CliResult r = RunCli({"accuracy", CalibrationCsvPath(), "--format=json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> rows = RowObjects(r.out);
   // One entry per row of the file, in file order.
@@ -130,7 +116,7 @@ std::map<std::string, std::string> SummaryObjects(const std::string& json,
 TEST(AccuracyCli, JsonRowsAndSummariesHaveTheIssuesFields) {
   // The rows validation/gpu/measure_moe.py writes (synthetic values): 5 grouped matmuls
   // simulated, 3 rows of other categories skipped.
-  const CliRun r = Perfsim(
+  const CliResult r = RunCli(
       {"accuracy", PERFSIM_TESTDATA_DIR "/accuracy/measure_moe_format.csv", "--format=json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> rows = RowObjects(r.out);
@@ -178,8 +164,8 @@ TEST(AccuracyCli, JsonRowsAndSummariesHaveTheIssuesFields) {
 }
 
 TEST(AccuracyCli, TableAndJsonAreDeterministic) {
-  const CliRun a = Perfsim({"accuracy", CalibrationCsvPath()});
-  const CliRun b = Perfsim({"accuracy", CalibrationCsvPath()});
+  const CliResult a = RunCli({"accuracy", CalibrationCsvPath()});
+  const CliResult b = RunCli({"accuracy", CalibrationCsvPath()});
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_THAT(a.out, HasSubstr("leave-one-out"));
@@ -187,38 +173,38 @@ TEST(AccuracyCli, TableAndJsonAreDeterministic) {
 }
 
 TEST(AccuracyCli, BadInputExitsTwoWithTheLocation) {
-  CliRun r = Perfsim({"accuracy", "/no/such/file.csv"});
+  CliResult r = RunCli({"accuracy", "/no/such/file.csv"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("/no/such/file.csv: cannot open"));
-  r = Perfsim({"accuracy", "-"}, "id,category,hardware,metric,value,unit\nM1,x,H100,m,\"1,us\n");
+  r = RunCli({"accuracy", "-"}, "id,category,hardware,metric,value,unit\nM1,x,H100,m,\"1,us\n");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("<stdin>:2:"));
-  r = Perfsim({"accuracy", "-"},
-              "id,category,hardware,metric,value,unit,op_shape\n"
-              "M1,kernel_grouped_gemm,H100,t,5,us,\"groups=4; M_per_group=8; N=4O96; K=8\"\n");
+  r = RunCli({"accuracy", "-"},
+             "id,category,hardware,metric,value,unit,op_shape\n"
+             "M1,kernel_grouped_gemm,H100,t,5,us,\"groups=4; M_per_group=8; N=4O96; K=8\"\n");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("<stdin>:2:36: op_shape: expected a positive integer for N"));
-  EXPECT_EQ(Perfsim({"accuracy", CalibrationCsvPath(), "--format=xml"}).code, 2);
-  EXPECT_EQ(Perfsim({"accuracy"}).code, 2);
-  EXPECT_EQ(Perfsim({"calibrate"}).code, 2);
+  EXPECT_EQ(RunCli({"accuracy", CalibrationCsvPath(), "--format=xml"}).code, 2);
+  EXPECT_EQ(RunCli({"accuracy"}).code, 2);
+  EXPECT_EQ(RunCli({"calibrate"}).code, 2);
 }
 
 TEST(AccuracyCli, SkippedRowsAreListedNotDropped) {
-  const CliRun r = Perfsim({"accuracy", "-", "--format=json"},
-                           "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n"
-                           "M2,collective,MI300X,t,5,us\n");
+  const CliResult r = RunCli({"accuracy", "-", "--format=json"},
+                             "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n"
+                             "M2,collective,MI300X,t,5,us\n");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> rows = RowObjects(r.out);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_THAT(rows[0], HasSubstr("category 'moe_layer' is not simulated"));
   EXPECT_THAT(rows[1], HasSubstr("not a built-in chip"));
-  const CliRun table = Perfsim(
+  const CliResult table = RunCli(
       {"accuracy", "-"}, "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n");
   EXPECT_THAT(table.out, HasSubstr("skipped (not simulated):\n  M1"));
 }
 
 TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
-  const CliRun printed = Perfsim({"calibrate", CalibrationCsvPath()});
+  const CliResult printed = RunCli({"calibrate", CalibrationCsvPath()});
   ASSERT_EQ(printed.code, 0) << printed.err;
   EXPECT_THAT(printed.out, HasSubstr("# hardware/gpu_h800.textproto\nefficiency {"));
   EXPECT_THAT(printed.out, HasSubstr("matmul_fraction_of_peak"));
@@ -233,8 +219,8 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
         std::filesystem::path(PERFSIM_SOURCE_DIR) / "hardware" / absl::StrCat(chip, ".textproto"),
         dir / absl::StrCat(chip, ".textproto"));
   }
-  const CliRun wrote =
-      Perfsim({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", dir.string()});
+  const CliResult wrote =
+      RunCli({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", dir.string()});
   ASSERT_EQ(wrote.code, 0) << wrote.err;
   EXPECT_THAT(wrote.out, HasSubstr("wrote " + (dir / "gpu_h800.textproto").string()));
   const std::string path = (dir / "gpu_h800.textproto").string();
@@ -266,8 +252,8 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
   // A directory without the chip's file is an error, exit 2.
   const std::filesystem::path empty = std::filesystem::path(::testing::TempDir()) / "perfsim_no_hw";
   std::filesystem::create_directories(empty);
-  const CliRun missing =
-      Perfsim({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", empty.string()});
+  const CliResult missing =
+      RunCli({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", empty.string()});
   EXPECT_EQ(missing.code, 2);
   EXPECT_THAT(missing.err, HasSubstr("cannot open"));
 }

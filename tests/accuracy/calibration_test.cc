@@ -30,6 +30,15 @@ RowModel OneTerm(const std::string& chip, FactorKind kind, double seconds) {
   return m;
 }
 
+// OneTerm plus a fitted fixed cost of kind `overhead`, charged `invocations` times.
+RowModel OneTermWithOverhead(const std::string& chip, FactorKind kind, double seconds,
+                             FactorKind overhead, double invocations = 1) {
+  RowModel m = OneTerm(chip, kind, seconds);
+  m.overhead = overhead;
+  m.invocations = invocations;
+  return m;
+}
+
 TEST(Calibration, RecoversAFractionInClosedForm) {
   // Three rows measured at 1 / 0.6 of their physics time. With x = ln f the objective is
   // 3 (x - ln 0.6)^2 + 0.01 x^2, minimised at x = ln 0.6 * 3 / 3.01: the prior pulls the
@@ -69,12 +78,8 @@ TEST(Calibration, FitsAnOverheadThatExplainsShortRows) {
   //   ln((o + 10/h)/40)^2 + ln((o + 100/h)/130)^2 + 0.01 (o/55)^2 + 0.01 (ln h)^2   (o in us)
   // has its minimum at o = 29.79 us, h = 0.9961 (numpy grid search: 0.01 us x 1e-4 steps over
   // [0, 60] x [0.5, 1], then 0.0005 us x 1e-6 around the best point).
-  RowModel shorter = OneTerm("c", FactorKind::kHbm, 10e-6);
-  shorter.overhead = FactorKind::kGemmOverhead;
-  shorter.invocations = 1;
-  RowModel longer = OneTerm("c", FactorKind::kHbm, 100e-6);
-  longer.overhead = FactorKind::kGemmOverhead;
-  longer.invocations = 1;
+  RowModel shorter = OneTermWithOverhead("c", FactorKind::kHbm, 10e-6, FactorKind::kGemmOverhead);
+  RowModel longer = OneTermWithOverhead("c", FactorKind::kHbm, 100e-6, FactorKind::kGemmOverhead);
   const std::vector<CalibrationRow> rows = {{"S", &shorter, 40e-6}, {"L", &longer, 130e-6}};
   const ChipFactors f = FitCalibration(rows).For("c");
   EXPECT_NEAR(f.Get(FactorKind::kGemmOverhead), 29.79e-6, 0.01e-6);
@@ -85,12 +90,8 @@ TEST(Calibration, OverheadPriorScalesWithTheRowsLength) {
   // The rows above ten times longer (100 us and 1 ms of work measured at 400 us and 1.3 ms): the
   // prior's scale is 550 us, so the objective is the one above with o in units of 10 us, and
   // its minimum is ten times the one above: o = 297.9 us, h = 0.9961.
-  RowModel shorter = OneTerm("c", FactorKind::kHbm, 100e-6);
-  shorter.overhead = FactorKind::kGemmOverhead;
-  shorter.invocations = 1;
-  RowModel longer = OneTerm("c", FactorKind::kHbm, 1e-3);
-  longer.overhead = FactorKind::kGemmOverhead;
-  longer.invocations = 1;
+  RowModel shorter = OneTermWithOverhead("c", FactorKind::kHbm, 100e-6, FactorKind::kGemmOverhead);
+  RowModel longer = OneTermWithOverhead("c", FactorKind::kHbm, 1e-3, FactorKind::kGemmOverhead);
   const std::vector<CalibrationRow> rows = {{"S", &shorter, 400e-6}, {"L", &longer, 1.3e-3}};
   const Calibration cal = FitCalibration(rows);
   EXPECT_DOUBLE_EQ(cal.chips.at("c").prior_scale_seconds.at(FactorKind::kGemmOverhead), 550e-6);
@@ -102,12 +103,8 @@ TEST(Calibration, RowsOfOneLengthDoNotFitAnOverhead) {
   // Two rows of the same datasheet time per invocation (10 us of work, once; 20 us of work over
   // two invocations) cannot tell a fixed cost from a slower rate: only the fraction is fitted,
   // and the overhead keeps its datasheet value, 0.
-  RowModel one = OneTerm("c", FactorKind::kDirect, 10e-6);
-  one.overhead = FactorKind::kCommOverhead;
-  one.invocations = 1;
-  RowModel two = OneTerm("c", FactorKind::kDirect, 20e-6);
-  two.overhead = FactorKind::kCommOverhead;
-  two.invocations = 2;
+  RowModel one = OneTermWithOverhead("c", FactorKind::kDirect, 10e-6, FactorKind::kCommOverhead);
+  RowModel two = OneTermWithOverhead("c", FactorKind::kDirect, 20e-6, FactorKind::kCommOverhead, 2);
   const std::vector<CalibrationRow> rows = {{"A", &one, 15e-6}, {"B", &two, 30e-6}};
   const Calibration cal = FitCalibration(rows);
   EXPECT_EQ(cal.chips.at("c").fitted_on.count(FactorKind::kCommOverhead), 0u);
@@ -121,13 +118,9 @@ TEST(Calibration, ApiTimedRowsFitTheApiOverheadNotTheChipOverhead) {
   // The rows of FitsAnOverheadThatExplainsShortRows, timed around a host API: the same
   // objective, so the same optimum (o = 29.79 us, h = 0.9961), but o is the API term and the
   // chip's collective overhead is not fitted (it stays 0).
-  RowModel shorter = OneTerm("c", FactorKind::kHbm, 10e-6);
-  shorter.overhead = FactorKind::kCommOverhead;
-  shorter.invocations = 1;
+  RowModel shorter = OneTermWithOverhead("c", FactorKind::kHbm, 10e-6, FactorKind::kCommOverhead);
   shorter.api_calls = 1;
-  RowModel longer = OneTerm("c", FactorKind::kHbm, 100e-6);
-  longer.overhead = FactorKind::kCommOverhead;
-  longer.invocations = 1;
+  RowModel longer = OneTermWithOverhead("c", FactorKind::kHbm, 100e-6, FactorKind::kCommOverhead);
   longer.api_calls = 1;
   const std::vector<CalibrationRow> rows = {{"S", &shorter, 40e-6}, {"L", &longer, 130e-6}};
   const Calibration cal = FitCalibration(rows);
@@ -153,10 +146,7 @@ TEST(Calibration, KeepsAnOverheadThatPredictsItsRowsOutOfSample) {
   // fraction cannot fit a 4x and a 1.03x slowdown at once, so leave-one-out misses by 10s of %.
   std::vector<RowModel> models;
   for (double w : {10e-6, 100e-6, 1000e-6}) {
-    RowModel m = OneTerm("c", FactorKind::kHbm, w);
-    m.overhead = FactorKind::kGemmOverhead;
-    m.invocations = 1;
-    models.push_back(m);
+    models.push_back(OneTermWithOverhead("c", FactorKind::kHbm, w, FactorKind::kGemmOverhead));
   }
   const std::vector<CalibrationRow> rows = {
       {"A", &models[0], 40e-6}, {"B", &models[1], 130e-6}, {"C", &models[2], 1030e-6}};

@@ -239,5 +239,30 @@ TEST(Scenario, MalformedNumbersAreErrorsWithTheirLocation) {
                HasSubstr("x.csv:2:26: E: expected a non-negative integer")));
 }
 
+// Found by fuzz/csv_fuzzer: the size cells had no bound, so "groups=100000000000" allocated a
+// group list of 800 GB and K = 9e18 overflowed int64 in the cost model (2·M·K·N). Sizes above
+// 2^31 - 1 are not integers to the readers, a group list is at most 65536 long and a matmul at
+// most 2^62 flops; each is an error at the cell.
+TEST(Scenario, SizesBeyondAnyKernelAreErrorsNotCrashes) {
+  const auto gemm = [](const std::string& shape) {
+    return MapMeasurement(
+        OneRow("A,kernel_grouped_gemm,H100,1,,,,,,bf16,,\"" + shape + "\",t,5,us,,"));
+  };
+  EXPECT_THAT(gemm("groups=4; M_per_group=8; N=8; K=9000000000000000000"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("x.csv:2:41: op_shape: expected a positive integer for K")));
+  EXPECT_THAT(gemm("groups=100000; M_per_group=8; N=8; K=8"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 65536 groups")));
+  // 2 · (4 · 2e9 rows) · 2e9 · 8 = 2.56e20 flops > 2^62 = 4.6e18.
+  EXPECT_THAT(gemm("groups=4; M_per_group=2000000000; N=2000000000; K=8"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 2^62 flops")));
+  EXPECT_THAT(MapMeasurement(OneRow("A,kernel_ep_comm,H100,8,,64,8,9000000000000000000,4096,"
+                                    "bf16,,dispatch,t,5,us,,")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("D: expected a non-negative integer")));
+  // The largest sizes still map.
+  EXPECT_TRUE(gemm("groups=65536; M_per_group=8; N=2147483647; K=8").ok());
+}
+
 }  // namespace
 }  // namespace perfsim

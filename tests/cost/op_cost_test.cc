@@ -34,6 +34,12 @@ std::unique_ptr<Module> Parse(const std::string& text) {
   return *std::move(module);
 }
 
+// The cost of `m`'s entry root instruction on `chip`.
+absl::StatusOr<OpCost> CostRoot(const Module& m, const Chip& chip,
+                                const CostOptions& options = {}) {
+  return CostInstruction(*m.entry()->root(), chip, options);
+}
+
 constexpr char kExpMultiply[] = R"(HloModule m
 fused {
   a = f32[1024]{0} parameter(0)
@@ -49,7 +55,7 @@ ENTRY e {
 
 TEST(CostInstruction, ElementwiseKernelOnH100IsLaunchBound) {
   auto m = Parse(kExpMultiply);
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*m->entry()->root(), Load("gpu_h100"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*m, Load("gpu_h100")));
   // 1024 multiplies at 6.69e13 FLOP/s on the vector units; the exponentials need
   // transcendentals_per_second, which gpu_h100 does not give; 3 x 4 KiB at 3.35e12 B/s; 1 us
   // launch overhead dominates.
@@ -64,7 +70,7 @@ TEST(CostInstruction, ElementwiseKernelOnH100IsLaunchBound) {
 
 TEST(CostInstruction, ElementwiseKernelOnTpuIsMemoryBoundWithUnknownVectorRate) {
   auto m = Parse(kExpMultiply);
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*m->entry()->root(), Load("tpu_v5p"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*m, Load("tpu_v5p")));
   EXPECT_EQ(c.compute_seconds, 0);
   EXPECT_DOUBLE_EQ(*c.seconds, 12288 / 2.765e12);
   EXPECT_EQ(c.bound, Bound::kMemory);
@@ -79,7 +85,7 @@ ENTRY e {
   w = bf16[1024,1024]{1,0} parameter(1)
   ROOT d = bf16[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })");
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*m->entry()->root(), Load("tpu_v5p"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*m, Load("tpu_v5p")));
   // 2^31 flops at 4.59e14 vs 3 x 2 MiB at 2.765e12 B/s.
   EXPECT_DOUBLE_EQ(c.compute_seconds, 2.0 * 1024 * 1024 * 1024 / 4.59e14);
   EXPECT_DOUBLE_EQ(c.memory_seconds, 3.0 * 1024 * 1024 * 2 / 2.765e12);
@@ -111,8 +117,7 @@ ENTRY e {
   // Two kernels per iteration (the adds) times 5, one compare times 6: 16 launches of 1 us on
   // an H100, each far above its roofline time.
   for (CostMode mode : {CostMode::kTrue, CostMode::kXlaCompatible}) {
-    PERFSIM_ASSERT_OK_AND_ASSIGN(
-        OpCost c, CostInstruction(*m->entry()->root(), Load("gpu_h100"), {.mode = mode}));
+    PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*m, Load("gpu_h100"), {.mode = mode}));
     EXPECT_NEAR(c.overhead_seconds, 16e-6, 1e-15);
     EXPECT_NEAR(*c.seconds, 16e-6, 1e-9);
     EXPECT_EQ(c.bound, Bound::kOverhead);
@@ -130,8 +135,8 @@ TEST(CostInstruction, CollectivesAreTimedBySimComm) {
   auto m = Parse(kAllReduce);
   const Chip chip = Load("tpu_v5p");
   PERFSIM_ASSERT_OK_AND_ASSIGN(Topology topology, Topology::Create(chip, "2x2x2"));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(
-      OpCost c, CostInstruction(*m->entry()->root(), chip, {.num_devices = 8, .topology = &topology}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c,
+                               CostRoot(*m, chip, {.num_devices = 8, .topology = &topology}));
   PERFSIM_ASSERT_OK_AND_ASSIGN(CollectiveCost direct,
                                CostCollectiveInstruction(*m->entry()->root(), topology));
   EXPECT_EQ(c.bound, Bound::kCommunication);
@@ -145,7 +150,7 @@ TEST(CostInstruction, CollectivesAreTimedBySimComm) {
 
 TEST(CostInstruction, CollectivesWithoutATopologyAreNotTimed) {
   auto m = Parse(kAllReduce);
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*m->entry()->root(), Load("tpu_v5p"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*m, Load("tpu_v5p")));
   EXPECT_FALSE(c.seconds.has_value());
   EXPECT_EQ(c.bound, Bound::kCommunication);
 }
@@ -218,10 +223,8 @@ ENTRY e {
   w = bf16[1024,1024]{1,0} parameter(1)
   ROOT d = bf16[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })");
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost full, CostInstruction(*m->entry()->root(),
-                                                            WithEfficiency("tpu_v5p", 1, 1), {}));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost half, CostInstruction(*m->entry()->root(),
-                                                            WithEfficiency("tpu_v5p", 0.5, 1), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost full, CostRoot(*m, WithEfficiency("tpu_v5p", 1, 1)));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost half, CostRoot(*m, WithEfficiency("tpu_v5p", 0.5, 1)));
   // 2^31 flops at 0.5 × 4.59e14.
   EXPECT_DOUBLE_EQ(full.compute_seconds, 2.0 * 1024 * 1024 * 1024 / 4.59e14);
   EXPECT_DOUBLE_EQ(half.compute_seconds, 2.0 * 1024 * 1024 * 1024 / (0.5 * 4.59e14));
@@ -235,8 +238,8 @@ TEST(CostInstruction, HbmFractionOfPeakDividesMemoryTimeOfEveryKernel) {
   const Chip full = WithEfficiency("tpu_v5p", 1, 1);
   const Chip slower = WithEfficiency("tpu_v5p", 1, 0.8);
   auto elementwise = Parse(kExpMultiply);
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost a, CostInstruction(*elementwise->entry()->root(), full, {}));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost b, CostInstruction(*elementwise->entry()->root(), slower, {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost a, CostRoot(*elementwise, full));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost b, CostRoot(*elementwise, slower));
   // 3 × 4 KiB at 0.8 × 2.765e12 B/s.
   EXPECT_DOUBLE_EQ(b.memory_seconds, 12288 / (0.8 * 2.765e12));
   EXPECT_DOUBLE_EQ(*b.seconds, *a.seconds / 0.8);
@@ -246,8 +249,8 @@ ENTRY e {
   w = bf16[1024,1024]{1,0} parameter(1)
   ROOT d = bf16[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })");
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*dot->entry()->root(), full, {}));
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost d, CostInstruction(*dot->entry()->root(), slower, {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*dot, full));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost d, CostRoot(*dot, slower));
   EXPECT_DOUBLE_EQ(d.memory_seconds, 3.0 * 1024 * 1024 * 2 / (0.8 * 2.765e12));
   EXPECT_DOUBLE_EQ(d.compute_seconds, c.compute_seconds);
   GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm, .m = 512, .k = 7168, .n = 2048,
@@ -274,13 +277,13 @@ TEST(CostInstruction, MatrixVectorDotRunsOnTheVectorUnitsWithoutTilePadding) {
   // (4096·8·7168 + 4096·8 + 4096·7168)·4 B = 1,057,095,680 B at 3.35e12 B/s = 316 us: memory
   // bound. On MXU tiles it would have been padded to k = 256 (and n to a whole tile).
   auto m = Parse(kBatchedMatVec);
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost h100, CostInstruction(*m->entry()->root(), Load("gpu_h100"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost h100, CostRoot(*m, Load("gpu_h100")));
   EXPECT_DOUBLE_EQ(h100.compute_seconds, 469762048.0 / 6.69e13);
   EXPECT_DOUBLE_EQ(h100.memory_seconds, 1057095680.0 / 3.35e12);
   EXPECT_EQ(h100.bound, Bound::kMemory);
   // v7x has no sourced vector rate: the work is not timed (the time is a lower bound), and it
   // is not charged 3.8 TFLOP of padded MXU passes either: the HBM time is the op's time.
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost v7x, CostInstruction(*m->entry()->root(), Load("tpu_v7x"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost v7x, CostRoot(*m, Load("tpu_v7x")));
   EXPECT_EQ(v7x.compute_seconds, 0);
   EXPECT_EQ(v7x.bound, Bound::kMemory);
   EXPECT_THAT(v7x.unknown_rates, ElementsAre("compute.vector_f32_flops_per_second"));
@@ -291,7 +294,7 @@ ENTRY e {
   w = f32[4096,8,2]{2,1,0} parameter(1)
   ROOT y = f32[4096,7168,2]{2,1,0} dot(r, w), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}
 })");
-  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost mxu, CostInstruction(*two->entry()->root(), Load("tpu_v7x"), {}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost mxu, CostRoot(*two, Load("tpu_v7x")));
   EXPECT_GT(mxu.compute_seconds, 0);
   EXPECT_TRUE(mxu.unknown_rates.empty());
 }
@@ -307,8 +310,7 @@ ENTRY e {
   ROOT g = bf16[4,7168]{1,0} gather(buffer, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,7168}
 })");
   for (CostMode mode : {CostMode::kTrue, CostMode::kXlaCompatible}) {
-    PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostInstruction(*m->entry()->root(), Load("tpu_v7x"),
-                                                           {.mode = mode}));
+    PERFSIM_ASSERT_OK_AND_ASSIGN(OpCost c, CostRoot(*m, Load("tpu_v7x"), {.mode = mode}));
     EXPECT_DOUBLE_EQ(c.counts.bytes_accessed, 2 * 57344.0 + 16);
     EXPECT_THAT(c.counts.operand_bytes, ElementsAre(57344.0, 16.0));
   }

@@ -34,6 +34,22 @@ KernelProblem Problem(KernelKind kernel, ProblemShape shape, PrimitiveType dtype
   return p;
 }
 
+// The cost model's call (sim/cost/grouped_matmul.h) for a bf16 kernel of `shape` with tiles
+// `t`, group sizes unknown: what a kernel PricedByCostModel must be priced as.
+GroupedMatmulSpec Bf16CostSpec(GroupedMatmulKind kind, ProblemShape shape, Tiling t) {
+  return GroupedMatmulSpec{.kind = kind,
+                           .m = shape.m,
+                           .k = shape.k,
+                           .n = shape.n,
+                           .num_groups = shape.groups,
+                           .tm = t.tm,
+                           .tk = t.tk,
+                           .tn = t.tn,
+                           .lhs_type = kBf16,
+                           .rhs_type = kBf16,
+                           .out_type = kBf16};
+}
+
 // DeepSeek-V3 wi_0 forward: 2048 tokens × K = 8 rows, D = 7168 -> F = 2048, 256 experts.
 KernelProblem DeepSeekGmm() { return Problem(KernelKind::kGmm, {16384, 7168, 2048, 256}, kBf16); }
 
@@ -180,18 +196,10 @@ TEST(FitCost, GroupedMatmulIsPricedByTheCostModelWithUnknownGroupSizes) {
   EXPECT_EQ(split_k.grid_steps, 6);
   EXPECT_EQ(split_k.flops, 201326592);
   // The time is the cost model's for the same call (no group sizes).
-  GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm,
-                         .m = 1024,
-                         .k = 256,
-                         .n = 256,
-                         .num_groups = 2,
-                         .tm = 512,
-                         .tk = 256,
-                         .tn = 256,
-                         .lhs_type = kBf16,
-                         .rhs_type = kBf16,
-                         .out_type = kBf16};
-  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      GroupedMatmulCost cost,
+      CostGroupedMatmul(Bf16CostSpec(GroupedMatmulKind::kGmm, p.shape, Tiling{512, 256, 256}),
+                        chip));
   EXPECT_EQ(whole_k.seconds, cost.seconds);
   EXPECT_EQ(whole_k.memory_seconds, cost.memory_seconds);
   EXPECT_GT(whole_k.seconds, 0);
@@ -219,18 +227,10 @@ TEST(FitCost, FusedFfnAndV2KernelsArePricedByTheCostModel) {
   // model's kFusedFfn with the same tiles.
   const KernelProblem ffn = Problem(KernelKind::kFusedFfnFTiled, {16384, 7168, 2048, 256}, kBf16);
   ASSERT_TRUE(PricedByCostModel(ffn.kernel));
-  GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kFusedFfn,
-                         .m = 16384,
-                         .k = 7168,
-                         .n = 2048,
-                         .num_groups = 256,
-                         .tm = 256,
-                         .tk = 7168,
-                         .tn = 256,
-                         .lhs_type = kBf16,
-                         .rhs_type = kBf16,
-                         .out_type = kBf16};
-  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(spec, chip));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      GroupedMatmulCost cost,
+      CostGroupedMatmul(
+          Bf16CostSpec(GroupedMatmulKind::kFusedFfn, ffn.shape, Tiling{256, 7168, 256}), chip));
   const TilingCostEstimate estimate = EstimateTilingCost(ffn, Tiling{256, 7168, 256}, chip);
   EXPECT_EQ(estimate.seconds, cost.seconds);
   // Visited m-tiles 64 + 255 = 319, tiles_f = 8: 319·8 grid steps.

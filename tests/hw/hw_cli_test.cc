@@ -1,5 +1,4 @@
 // Tests of `perfsim hw` and `perfsim models`, driven through the CLI library (cli/cli.h).
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,27 +13,17 @@
 #include "sim/moe/model_registry.h"
 #include "sim/util/status_matchers.h"
 #include "sim/util/textproto.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
-
-struct CliRun {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-CliRun Perfsim(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-  std::istringstream in(stdin_text);
-  std::ostringstream out, err;
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
-}
 
 google::protobuf::Value ParseJson(const std::string& json) {
   google::protobuf::Value value;
@@ -49,7 +38,7 @@ const google::protobuf::Value& Field(const google::protobuf::Value& value,
 }
 
 TEST(HwCli, ListHasOneRowPerBuiltinChip) {
-  const CliRun run = Perfsim({"hw", "list"});
+  const CliResult run = RunCli({"hw", "list"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   EXPECT_THAT(run.err, IsEmpty());
   const std::vector<std::string> lines = absl::StrSplit(run.out, '\n', absl::SkipEmpty());
@@ -64,7 +53,7 @@ TEST(HwCli, ListHasOneRowPerBuiltinChip) {
 }
 
 TEST(HwCli, ListAsJsonIsValidAndMachineReadable) {
-  const CliRun run = Perfsim({"hw", "list", "--format=json"});
+  const CliResult run = RunCli({"hw", "list", "--format=json"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   const google::protobuf::Value value = ParseJson(run.out);
   ASSERT_EQ(value.list_value().values_size(), static_cast<int>(BuiltinChipNames().size()));
@@ -78,7 +67,7 @@ TEST(HwCli, ListAsJsonIsValidAndMachineReadable) {
 }
 
 TEST(HwCli, ShowPrintsEveryFieldWithItsUnit) {
-  const CliRun run = Perfsim({"hw", "show", "tpu_v5p"});
+  const CliResult run = RunCli({"hw", "show", "tpu_v5p"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   EXPECT_THAT(run.out, StartsWith("tpu_v5p: TPU v5p (TPU)\n"));
   EXPECT_THAT(run.out, MatchesRegex("(.|\n)*compute.peak_bf16_flops_per_second +4.59e\\+14  459 "
@@ -92,7 +81,7 @@ TEST(HwCli, ShowPrintsEveryFieldWithItsUnit) {
 }
 
 TEST(HwCli, ShowAsJsonRoundTripsTheFields) {
-  const CliRun run = Perfsim({"hw", "show", "gpu_h100", "--format", "json"});
+  const CliResult run = RunCli({"hw", "show", "gpu_h100", "--format", "json"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   const google::protobuf::Value value = ParseJson(run.out);
   EXPECT_EQ(Field(value, "kind").string_value(), "CHIP_KIND_GPU");
@@ -103,17 +92,17 @@ TEST(HwCli, ShowAsJsonRoundTripsTheFields) {
 
 TEST(HwCli, ShowReadsAFileOrStandardInput) {
   const std::string path = PERFSIM_TESTDATA_DIR "/hw/valid_chip.textproto";
-  const CliRun from_file = Perfsim({"hw", "show", path});
+  const CliResult from_file = RunCli({"hw", "show", path});
   ASSERT_EQ(from_file.code, kExitOk) << from_file.err;
   EXPECT_THAT(from_file.out, StartsWith("toy_tpu: Toy TPU (TPU)\n"));
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::string text, ReadTextFile(path));
-  const CliRun from_stdin = Perfsim({"hw", "show", "-"}, text);
+  const CliResult from_stdin = RunCli({"hw", "show", "-"}, text);
   ASSERT_EQ(from_stdin.code, kExitOk) << from_stdin.err;
   EXPECT_EQ(from_stdin.out, from_file.out);
 }
 
 TEST(HwCli, UnknownChipExitsTwoListingTheKnownNames) {
-  const CliRun run = Perfsim({"hw", "show", "tpu_v9"});
+  const CliResult run = RunCli({"hw", "show", "tpu_v9"});
   EXPECT_EQ(run.code, kExitBadInput);
   EXPECT_THAT(run.out, IsEmpty());
   EXPECT_THAT(run.err, HasSubstr("unknown hardware 'tpu_v9'"));
@@ -122,7 +111,7 @@ TEST(HwCli, UnknownChipExitsTwoListingTheKnownNames) {
 
 TEST(HwCli, InvalidFileExitsTwoWithEveryProblemOnItsOwnLocatedLine) {
   const std::string path = PERFSIM_TESTDATA_DIR "/hw/invalid_chip.textproto";
-  const CliRun run = Perfsim({"hw", "show", path});
+  const CliResult run = RunCli({"hw", "show", path});
   EXPECT_EQ(run.code, kExitBadInput);
   std::vector<std::string> lines = absl::StrSplit(run.err, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 10u) << run.err;  // A heading, then the file's nine problems.
@@ -134,25 +123,25 @@ TEST(HwCli, InvalidFileExitsTwoWithEveryProblemOnItsOwnLocatedLine) {
 }
 
 TEST(HwCli, SyntaxErrorsExitTwoWithFileLineAndColumn) {
-  const CliRun run = Perfsim({"hw", "show", "-"}, "name: \"x\"\ncompute { peak: 1 }\n");
+  const CliResult run = RunCli({"hw", "show", "-"}, "name: \"x\"\ncompute { peak: 1 }\n");
   EXPECT_EQ(run.code, kExitBadInput);
   EXPECT_THAT(run.err, HasSubstr("<stdin>:2:11: "));
 }
 
 TEST(HwCli, UsageErrorsExitTwoAndHelpExitsZero) {
-  EXPECT_EQ(Perfsim({"hw"}).code, kExitBadInput);
-  EXPECT_EQ(Perfsim({"hw", "frobnicate"}).code, kExitBadInput);
-  EXPECT_EQ(Perfsim({"hw", "show"}).code, kExitBadInput);
-  const CliRun bad_format = Perfsim({"hw", "list", "--format=yaml"});
+  EXPECT_EQ(RunCli({"hw"}).code, kExitBadInput);
+  EXPECT_EQ(RunCli({"hw", "frobnicate"}).code, kExitBadInput);
+  EXPECT_EQ(RunCli({"hw", "show"}).code, kExitBadInput);
+  const CliResult bad_format = RunCli({"hw", "list", "--format=yaml"});
   EXPECT_EQ(bad_format.code, kExitBadInput);
   EXPECT_THAT(bad_format.err, HasSubstr("--format: expected table or json; got 'yaml'"));
-  const CliRun help = Perfsim({"hw", "--help"});
+  const CliResult help = RunCli({"hw", "--help"});
   EXPECT_EQ(help.code, kExitOk);
   EXPECT_THAT(help.out, HasSubstr("usage: perfsim hw list"));
 }
 
 TEST(ModelsCli, ListHasOneRowPerBuiltinModel) {
-  const CliRun run = Perfsim({"models", "list"});
+  const CliResult run = RunCli({"models", "list"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   const std::vector<std::string> lines = absl::StrSplit(run.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), BuiltinModelNames().size() + 1);
@@ -162,14 +151,14 @@ TEST(ModelsCli, ListHasOneRowPerBuiltinModel) {
 }
 
 TEST(ModelsCli, ListAsJsonIsValid) {
-  const CliRun run = Perfsim({"models", "list", "--format=json"});
+  const CliResult run = RunCli({"models", "list", "--format=json"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   const google::protobuf::Value value = ParseJson(run.out);
   EXPECT_EQ(value.list_value().values_size(), static_cast<int>(BuiltinModelNames().size()));
 }
 
 TEST(ModelsCli, ShowPrintsFieldsAndDerivedCounts) {
-  const CliRun run = Perfsim({"models", "show", "deepseek_v3"});
+  const CliResult run = RunCli({"models", "show", "deepseek_v3"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   EXPECT_THAT(run.out, StartsWith("deepseek_v3: DeepSeek-V3 (671B)\n"));
   EXPECT_THAT(run.out, MatchesRegex("(.|\n)*  d_model +7168\n(.|\n)*"));
@@ -180,7 +169,7 @@ TEST(ModelsCli, ShowPrintsFieldsAndDerivedCounts) {
 }
 
 TEST(ModelsCli, ShowAsJsonKeepsEnumsAndNumbers) {
-  const CliRun run = Perfsim({"models", "show", "nano", "--format=json"});
+  const CliResult run = RunCli({"models", "show", "nano", "--format=json"});
   ASSERT_EQ(run.code, kExitOk) << run.err;
   const google::protobuf::Value value = ParseJson(run.out);
   EXPECT_EQ(Field(value, "d_model").number_value(), 40);
@@ -189,14 +178,14 @@ TEST(ModelsCli, ShowAsJsonKeepsEnumsAndNumbers) {
 }
 
 TEST(ModelsCli, UnknownModelExitsTwoListingTheKnownNames) {
-  const CliRun run = Perfsim({"models", "show", "gpt5"});
+  const CliResult run = RunCli({"models", "show", "gpt5"});
   EXPECT_EQ(run.code, kExitBadInput);
   for (const std::string& name : BuiltinModelNames()) EXPECT_THAT(run.err, HasSubstr(name));
 }
 
 TEST(ModelsCli, InvalidFileExitsTwoWithEveryProblemLocated) {
   const std::string path = PERFSIM_TESTDATA_DIR "/hw/invalid_model.textproto";
-  const CliRun run = Perfsim({"models", "show", path});
+  const CliResult run = RunCli({"models", "show", path});
   EXPECT_EQ(run.code, kExitBadInput);
   std::vector<std::string> lines = absl::StrSplit(run.err, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 9u) << run.err;  // A heading, then the file's eight problems.
@@ -204,7 +193,7 @@ TEST(ModelsCli, InvalidFileExitsTwoWithEveryProblemLocated) {
 }
 
 TEST(ModelsCli, HelpExitsZero) {
-  const CliRun run = Perfsim({"models", "-h"});
+  const CliResult run = RunCli({"models", "-h"});
   EXPECT_EQ(run.code, kExitOk);
   EXPECT_THAT(run.out, HasSubstr("usage: perfsim models list"));
 }

@@ -33,6 +33,21 @@ Literal RowsIAndOne(int64_t m) {
   return Bf16({m, 2}, v);
 }
 
+// rhs[g] = [[a[g], 0], [0, 1]] (bf16 [G, 2, 2]), RowsIAndOne's partner.
+Literal ScaleFirstColumn(const std::vector<double>& a) {
+  std::vector<double> v;
+  for (double a_g : a) v.insert(v.end(), {a_g, 0, 0, 1});
+  return Bf16({static_cast<int64_t>(a.size()), 2, 2}, v);
+}
+
+// The tgmm lhs x^T for x = RowsIAndOne(m), in f32: [[0, 1, ..., m - 1], [1, 1, ..., 1]].
+Literal ColumnsIAndOne(int64_t m) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < m; ++i) v.push_back(static_cast<double>(i));
+  v.insert(v.end(), m, 1.0);
+  return F32({2, m}, v);
+}
+
 TEST(InterpGmm, RowsPastTheLastGroupAreNeverWrittenSoPoisoned) {
   // G_local = G = 2, a = (1, 2), group_sizes [1, 2]: row 0 -> [0, 1]; rows 1, 2 -> [2, 1],
   // [4, 1]; row 3 belongs to no group and megablox leaves it uninitialised: NaN.
@@ -46,7 +61,7 @@ ENTRY e {
 })";
   PERFSIM_ASSERT_OK_AND_ASSIGN(
       std::vector<Literal> out,
-      Run1(kHlo, {RowsIAndOne(4), Bf16({2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 1}), S32({2}, {1, 2})}));
+      Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({1, 2}), S32({2}, {1, 2})}));
   const std::vector<double> y = Values(out[0]);
   EXPECT_THAT(std::vector<double>(y.begin(), y.begin() + 6), ElementsAre(0, 1, 2, 1, 4, 1));
   EXPECT_TRUE(std::isnan(y[6]) && std::isnan(y[7]));
@@ -65,7 +80,7 @@ ENTRY e {
 })";
   PERFSIM_ASSERT_OK_AND_ASSIGN(
       std::vector<Literal> out,
-      Run1(kHlo, {RowsIAndOne(4), Bf16({1, 2, 2}, {5, 0, 0, 1}), S32({3}, {1, 2, 1})}));
+      Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({5}), S32({3}, {1, 2, 1})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(0, 0, 5, 1, 10, 1, 0, 0));
 }
 
@@ -80,9 +95,9 @@ ENTRY e {
   off = s32[1] parameter(3)
   ROOT y = f32[4,2] custom-call(x, w, gs, off), custom_call_target="perfsim.gmm", backend_config={"group_offset":0}
 })";
-  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
-                               Run1(kHlo, {RowsIAndOne(4), Bf16({1, 2, 2}, {5, 0, 0, 1}),
-                                           S32({3}, {1, 2, 1}), S32({1}, {1})}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({5}), S32({3}, {1, 2, 1}), S32({1}, {1})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(0, 0, 5, 1, 10, 1, 0, 0));
 }
 
@@ -112,10 +127,9 @@ ENTRY e {
   gs = s32[2] parameter(2)
   ROOT y = f32[4,2] custom-call(x, w, gs), custom_call_target="perfsim.gmm", backend_config={"tiling":[3,128,128]}
 })";
-  EXPECT_THAT(
-      Run1(kHlo, {RowsIAndOne(4), Bf16({2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 1}), S32({2}, {1, 2})}),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("y: expected m = 4 to be a multiple of the row tile tm = 3")));
+  EXPECT_THAT(Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({1, 2}), S32({2}, {1, 2})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("y: expected m = 4 to be a multiple of the row tile tm = 3")));
 }
 
 TEST(InterpTgmm, EachGroupGetsItsRowsProductAndEmptyGroupsAreZero) {
@@ -130,9 +144,9 @@ ENTRY e {
   gs = s32[3] parameter(2)
   ROOT dw = f32[3,2,1] custom-call(xt, dy, gs), custom_call_target="perfsim.tgmm", backend_config={"tiling":[4,2,1]}
 })";
-  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
-                               Run1(kHlo, {F32({2, 4}, {0, 1, 2, 3, 1, 1, 1, 1}),
-                                           F32({4, 1}, {1, 1, 1, 1}), S32({3}, {1, 0, 3})}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {ColumnsIAndOne(4), F32({4, 1}, {1, 1, 1, 1}), S32({3}, {1, 0, 3})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 0, 0, 6, 3));
 }
 
@@ -153,9 +167,9 @@ ENTRY e {
   gs = s32[3] parameter(2)
   ROOT dw = f32[2,2,1] custom-call(xt, dy, gs), custom_call_target="perfsim.tgmm", backend_config={"tiling":[4,2,1],"group_offset":1}
 })";
-  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
-                               Run1(kHlo, {F32({2, 4}, {0, 1, 2, 3, 1, 1, 1, 1}),
-                                           F32({4, 1}, {1, 10, 100, 1000}), S32({3}, {1, 2, 0})}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {ColumnsIAndOne(4), F32({4, 1}, {1, 10, 100, 1000}), S32({3}, {1, 2, 0})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(210, 110, 0, 0));
 }
 
@@ -170,9 +184,9 @@ ENTRY e {
   gs = s32[1] parameter(2)
   ROOT dw = f32[1,2,1] custom-call(xt, dy, gs), custom_call_target="perfsim.tgmm", backend_config={"tiling":[4,2,1]}
 })";
-  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
-                               Run1(kHlo, {F32({2, 4}, {0, 1, 2, 3, 1, 1, 1, 1}),
-                                           F32({4, 1}, {1, 10, 100, 1000}), S32({1}, {2})}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {ColumnsIAndOne(4), F32({4, 1}, {1, 10, 100, 1000}), S32({1}, {2})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(10, 11));
 }
 

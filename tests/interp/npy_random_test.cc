@@ -59,6 +59,34 @@ TEST(Npy, MalformedFilesAreRejected) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 8 data bytes")));
 }
 
+// Found by fuzz/npy_fuzzer: a header whose 'shape' had no value threw std::out_of_range (the
+// process aborted), a shape that was not a tuple was read as a scalar, and an element count
+// that overflows int64 was reported without the "npy: " prefix.
+TEST(Npy, MalformedShapesAreRejectedWithTheNpyPrefix) {
+  const auto npy = [](const std::string& shape, const std::string& data) {
+    const std::string header =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes.push_back(static_cast<char>(header.size() & 0xff));
+    bytes.push_back(static_cast<char>(header.size() >> 8));
+    return bytes + header + data;
+  };
+  EXPECT_THAT(ParseNpy(npy("", "")), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              HasSubstr("npy: expected a shape tuple")));
+  EXPECT_THAT(ParseNpy(npy("7", std::string(4, '\0'))),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("npy: expected a shape tuple such as (4, 8); got '7'")));
+  absl::StatusOr<Literal> huge = ParseNpy(npy("(4611686018427387904, 4)", ""));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(huge.status().message());
+  EXPECT_THAT(message, ::testing::StartsWith("npy: "));
+  EXPECT_THAT(message, HasSubstr("fits in int64"));
+  // A well-formed scalar is still read.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Literal scalar, ParseNpy(npy("()", std::string(4, '\0'))));
+  EXPECT_EQ(scalar.shape().rank(), 0);
+}
+
 constexpr char kIndexedModule[] = R"(
 HloModule m
 ENTRY e {

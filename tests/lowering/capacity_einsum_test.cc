@@ -12,20 +12,16 @@
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::TestStepSpec;
 using ::testing::HasSubstr;
 
 StepSpec NanoSpec(Phase phase, double capacity_factor) {
-  absl::StatusOr<ModelConfig> nano = ResolveModel("nano");
-  EXPECT_TRUE(nano.ok()) << nano.status();
-  StepSpec spec = StepSpec::Defaults(*nano);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = "capacity_einsum";
+  StepSpec spec = TestStepSpec("nano", "capacity_einsum", phase);
   spec.knobs.capacity_factor = capacity_factor;
   return spec;
 }

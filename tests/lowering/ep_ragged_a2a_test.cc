@@ -24,38 +24,23 @@
 #include "sim/moe/model_registry.h"
 #include "sim/util/status_matchers.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::ExpectAllPass;
 using ::perfsim::testing::StatusIs;
+using ::perfsim::testing::TestStepSpec;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kBackend[] = "ep_ragged_a2a";
 
 StepSpec NanoSpec(Phase phase, Parallelism p = {}) {
-  absl::StatusOr<ModelConfig> model = ResolveModel("nano");
-  EXPECT_TRUE(model.ok()) << model.status();
-  StepSpec spec = StepSpec::Defaults(*model);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = kBackend;
+  StepSpec spec = TestStepSpec("nano", kBackend, phase);
   spec.parallelism = p;
   return spec;
-}
-
-// Every case ran and passed at f32's 1e-5; returns how many.
-int ExpectAllPass(const std::vector<ValidationResult>& results) {
-  int passed = 0;
-  for (const ValidationResult& r : results) {
-    EXPECT_TRUE(r.pass && !r.skipped)
-        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
-    EXPECT_EQ(r.tolerance, 1e-5);
-    passed += r.pass ? 1 : 0;
-  }
-  return passed;
 }
 
 TEST(EpRaggedA2aTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
@@ -77,7 +62,7 @@ TEST(EpRaggedA2aTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
 TEST(EpRaggedA2aTest, ValidateSuitePassesEveryCase) {
   // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with fsdp 2).
   SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};
-  EXPECT_EQ(ExpectAllPass(RunSuite(options)), 160);
+  EXPECT_EQ(ExpectAllPass(RunSuite(options), /*tolerance=*/1e-5), 160);
 }
 
 TEST(EpRaggedA2aTest, ValidateSuitePassesWithTensorParallelism) {
@@ -88,7 +73,7 @@ TEST(EpRaggedA2aTest, ValidateSuitePassesWithTensorParallelism) {
     SCOPED_TRACE(ParallelismToString(p));
     SuiteOptions options{
         .base = NanoSpec(Phase::kForward), .backends = {kBackend}, .parallelism = p};
-    EXPECT_EQ(ExpectAllPass(RunSuite(options)), 40);
+    EXPECT_EQ(ExpectAllPass(RunSuite(options), /*tolerance=*/1e-5), 40);
   }
 }
 
@@ -223,30 +208,6 @@ TEST(EpRaggedA2aTest, StaticCheckBoundsTheCombineBufferByTheDevicesOwnAssignment
                      HasSubstr("to hold the 32 rows"), HasSubstr("token_rows: T_l·K = 16·2"))));
 }
 
-// Runs `step` on sharded `global` inputs and returns its outputs unsharded.
-absl::StatusOr<std::vector<Literal>> RunSharded(const LoweredStep& step,
-                                                const std::vector<Literal>& global) {
-  const Parallelism& p = step.spec.parallelism;
-  const int64_t n = step.spec.num_devices();
-  std::vector<std::vector<Literal>> inputs(n);
-  for (int64_t d = 0; d < n; ++d) {
-    for (size_t i = 0; i < step.parameters.size(); ++i) {
-      inputs[d].push_back(ShardOf(global[i], step.parameters[i], p, d));
-    }
-  }
-  InterpreterOptions options;
-  options.num_devices = n;
-  PERFSIM_ASSIGN_OR_RETURN(RunResult run, RunModule(*step.module, inputs, options));
-  std::vector<Literal> outputs;
-  for (size_t o = 0; o < step.outputs.size(); ++o) {
-    std::vector<Literal> shards;
-    for (int64_t d = 0; d < n; ++d) shards.push_back(run.outputs[d][o]);
-    PERFSIM_ASSIGN_OR_RETURN(Literal global_output, Unshard(shards, step.outputs[o], p));
-    outputs.push_back(std::move(global_output));
-  }
-  return outputs;
-}
-
 double RelativeError(const Literal& got, const Literal& want) {
   double max_want = 0, max_diff = 0;
   for (int64_t i = 0; i < want.element_count(); ++i) {
@@ -278,9 +239,9 @@ TEST(EpRaggedA2aTest, AdversarialRoutingFillsTheReceiveBufferExactly) {
   ref_spec.parallelism = {};
   absl::StatusOr<LoweredStep> ref = LowerStep(ref_spec);
   ASSERT_TRUE(ref.ok()) << ref.status();
-  absl::StatusOr<std::vector<Literal>> want = RunSharded(*ref, global);
+  absl::StatusOr<std::vector<Literal>> want = RunUnsharded(*ref, global);
   ASSERT_TRUE(want.ok()) << want.status();
-  absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, global);
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(*step, global);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), want->size());
   for (size_t o = 0; o < got->size(); ++o) {
@@ -288,7 +249,7 @@ TEST(EpRaggedA2aTest, AdversarialRoutingFillsTheReceiveBufferExactly) {
   }
 
   ResizeReceiveBuffer(*step, 127);
-  absl::StatusOr<std::vector<Literal>> overflow = RunSharded(*step, global);
+  absl::StatusOr<std::vector<Literal>> overflow = RunUnsharded(*step, global);
   EXPECT_THAT(overflow.status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("ragged-all-to-all"), HasSubstr("-> device 2"),
@@ -402,7 +363,7 @@ TEST(EpRaggedA2aTest, MatchesJaxExpertParallelForwardAndGradient) {
     for (size_t i = 0; i < step->parameters.size(); ++i) {
       inputs.push_back(LoadGolden(name + ".in" + std::to_string(i) + ".npy"));
     }
-    absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, inputs);
+    absl::StatusOr<std::vector<Literal>> got = RunUnsharded(*step, inputs);
     ASSERT_TRUE(got.ok()) << got.status();
     // fwd: out0 = y. grad: out0..4 = dx, d_router_w, d_wi_0, d_wi_1, d_wo (our outputs 1..5).
     const int outputs = grad ? 5 : 1;
@@ -489,7 +450,7 @@ TEST(EpRaggedA2aTest, ATruncatedBufferDropsExactlyWhatMaxTextsRuleDrops) {
     const std::vector<Literal> global = MakeGlobalInputs(*step, RoutingCase::kAdversarial, 1);
     const std::vector<std::vector<int64_t>> picks = AdversarialPicks(spec);
     for (const std::vector<int64_t>& p : picks) ASSERT_EQ(p, (std::vector<int64_t>{6, 7}));
-    absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, global);
+    absl::StatusOr<std::vector<Literal>> got = RunUnsharded(*step, global);
     ASSERT_TRUE(got.ok()) << got.status();
     const int64_t d = 40, f = 56, e = 12, t_l = 32;
     const std::vector<double> want = ReferenceY(global, d, f, e, [&](int64_t t, int64_t j) {
@@ -519,7 +480,7 @@ TEST(EpRaggedA2aTest, DroppedAssignmentsGetNoGradient) {
   absl::StatusOr<LoweredStep> step = LowerStep(spec);
   ASSERT_TRUE(step.ok()) << step.status();
   const std::vector<Literal> global = MakeGlobalInputs(*step, RoutingCase::kAdversarial, 1);
-  absl::StatusOr<std::vector<Literal>> got = RunSharded(*step, global);
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(*step, global);
   ASSERT_TRUE(got.ok()) << got.status();
 
   StepSpec half = spec;
@@ -540,7 +501,7 @@ TEST(EpRaggedA2aTest, DroppedAssignmentsGetNoGradient) {
     for (int64_t j = 0; j < 32 * 40; ++j) rows.SetFromDouble(j, global[i].GetAsDouble(j));
     half_inputs.push_back(std::move(rows));
   }
-  absl::StatusOr<std::vector<Literal>> want = RunSharded(*ref, half_inputs);
+  absl::StatusOr<std::vector<Literal>> want = RunUnsharded(*ref, half_inputs);
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_EQ(want->size(), got->size());
   for (size_t o = 0; o < got->size(); ++o) {

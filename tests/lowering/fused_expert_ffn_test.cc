@@ -21,11 +21,16 @@
 #include "sim/moe/model_registry.h"
 #include "sim/util/status_matchers.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::ExpectAllPass;
 using ::perfsim::testing::StatusIs;
+using ::perfsim::testing::TestStepSpec;
+using ::perfsim::testing::WithModel;
+using ::perfsim::testing::WithSquareExperts;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -143,45 +148,10 @@ TEST(FusedFfnKernelTest, RejectsBadConfigs) {
 
 // ---- the backend ----
 
-StepSpec NanoSpec(Phase phase) {
-  absl::StatusOr<ModelConfig> model = ResolveModel("nano");
-  EXPECT_TRUE(model.ok()) << model.status();
-  StepSpec spec = StepSpec::Defaults(*model);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = kBackend;
-  return spec;
-}
+StepSpec NanoSpec(Phase phase) { return TestStepSpec("nano", kBackend, phase); }
 
-StepSpec WithModel(StepSpec spec, const std::function<void(ModelSpec&)>& edit) {
-  ModelSpec proto = spec.model.proto();
-  edit(proto);
-  absl::StatusOr<ModelConfig> model = ModelConfig::FromProto(proto);
-  EXPECT_TRUE(model.ok()) << model.status();
-  spec.model = *model;
-  return spec;
-}
-
-// nano with F = D = 40: a transposed weight keeps every shape.
-StepSpec SquareSpec(Phase phase) {
-  return WithModel(NanoSpec(phase), [](ModelSpec& m) {
-    m.set_name("nano_square");
-    m.set_expert_ffn_dim(m.d_model());
-  });
-}
-
-int ExpectAllPass(const std::vector<ValidationResult>& results) {
-  int passed = 0;
-  for (const ValidationResult& r : results) {
-    EXPECT_FALSE(r.skipped) << r.router << " " << r.routing << " " << r.phase << " " << r.devices
-                            << ": " << r.message;
-    EXPECT_TRUE(r.pass || r.skipped)
-        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
-    passed += r.pass ? 1 : 0;
-  }
-  return passed;
-}
+// nano with F = D = 40.
+StepSpec SquareSpec(Phase phase) { return WithSquareExperts(NanoSpec(phase)); }
 
 TEST(FusedExpertFfnTest, ValidateSuitePassesEveryCaseTiledOverF) {
   SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};

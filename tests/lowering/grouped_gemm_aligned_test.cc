@@ -12,10 +12,12 @@
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::TestStepSpec;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -151,13 +153,7 @@ TEST(AlignedPermuteTest, ForgettingThePaddingBlockIsReported) {
 }
 
 StepSpec NanoSpec(Phase phase, int64_t align) {
-  absl::StatusOr<ModelConfig> nano = ResolveModel("nano");
-  EXPECT_TRUE(nano.ok()) << nano.status();
-  StepSpec spec = StepSpec::Defaults(*nano);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = "grouped_gemm_aligned";
+  StepSpec spec = TestStepSpec("nano", "grouped_gemm_aligned", phase);
   spec.knobs.align_size = align;
   return spec;
 }

@@ -18,52 +18,24 @@
 #include "sim/moe/model_registry.h"
 #include "sim/util/status_matchers.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::ExpectAllPass;
 using ::perfsim::testing::StatusIs;
+using ::perfsim::testing::TestStepSpec;
+using ::perfsim::testing::WithSquareExperts;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kBackend[] = "megablox_gmm";
 
-StepSpec NanoSpec(Phase phase) {
-  absl::StatusOr<ModelConfig> model = ResolveModel("nano");
-  EXPECT_TRUE(model.ok()) << model.status();
-  StepSpec spec = StepSpec::Defaults(*model);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = kBackend;
-  return spec;
-}
+StepSpec NanoSpec(Phase phase) { return TestStepSpec("nano", kBackend, phase); }
 
-// nano with F = D = 40: a weight read transposed keeps every shape (known_bugs.md #1's silent
-// form), so only names or numbers can tell.
-StepSpec SquareSpec(Phase phase) {
-  StepSpec spec = NanoSpec(phase);
-  ModelSpec proto = spec.model.proto();
-  proto.set_name("nano_square");
-  proto.set_expert_ffn_dim(proto.d_model());
-  absl::StatusOr<ModelConfig> model = ModelConfig::FromProto(proto);
-  EXPECT_TRUE(model.ok()) << model.status();
-  spec.model = *model;
-  return spec;
-}
-
-// Every case of the suite ran and passed; returns how many.
-int ExpectAllPass(const std::vector<ValidationResult>& results) {
-  int passed = 0;
-  for (const ValidationResult& r : results) {
-    EXPECT_FALSE(r.skipped) << r.router << " " << r.routing << " " << r.phase << " " << r.devices
-                            << ": " << r.message;
-    EXPECT_TRUE(r.pass || r.skipped)
-        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
-    passed += r.pass ? 1 : 0;
-  }
-  return passed;
-}
+// nano with F = D = 40.
+StepSpec SquareSpec(Phase phase) { return WithSquareExperts(NanoSpec(phase)); }
 
 TEST(MegabloxGmmTest, ValidateSuitePassesEveryCase) {
   SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};

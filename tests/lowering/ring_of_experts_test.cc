@@ -19,36 +19,22 @@
 #include "sim/moe/model_registry.h"
 #include "sim/util/status_matchers.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::ExpectAllPass;
+using ::perfsim::testing::TestStepSpec;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kBackend[] = "ring_of_experts";
 
 StepSpec NanoSpec(Phase phase, Parallelism p = {}) {
-  absl::StatusOr<ModelConfig> model = ResolveModel("nano");
-  EXPECT_TRUE(model.ok()) << model.status();
-  StepSpec spec = StepSpec::Defaults(*model);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = kBackend;
+  StepSpec spec = TestStepSpec("nano", kBackend, phase);
   spec.parallelism = p;
   return spec;
-}
-
-int ExpectAllPass(const std::vector<ValidationResult>& results) {
-  int passed = 0;
-  for (const ValidationResult& r : results) {
-    EXPECT_TRUE(r.pass && !r.skipped)
-        << r.router << " " << r.routing << " " << r.phase << " " << r.devices << ": " << r.message;
-    EXPECT_EQ(r.tolerance, 1e-5);
-    passed += r.pass ? 1 : 0;
-  }
-  return passed;
 }
 
 TEST(RingOfExpertsTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
@@ -64,7 +50,7 @@ TEST(RingOfExpertsTest, DefaultParallelismPutsTheLargestDivisorOfEOnEp) {
 TEST(RingOfExpertsTest, ValidateSuitePassesEveryCase) {
   // 5 router families × 4 routings × 2 phases × devices 1, 2, 4, 8 (ep 1, 2, 4, 4 with fsdp 2).
   SuiteOptions options{.base = NanoSpec(Phase::kForward), .backends = {kBackend}};
-  EXPECT_EQ(ExpectAllPass(RunSuite(options)), 160);
+  EXPECT_EQ(ExpectAllPass(RunSuite(options), /*tolerance=*/1e-5), 160);
 }
 
 TEST(RingOfExpertsTest, ValidateSuitePassesWithTensorParallelism) {
@@ -73,7 +59,7 @@ TEST(RingOfExpertsTest, ValidateSuitePassesWithTensorParallelism) {
     SCOPED_TRACE(ParallelismToString(p));
     SuiteOptions options{
         .base = NanoSpec(Phase::kForward), .backends = {kBackend}, .parallelism = p};
-    EXPECT_EQ(ExpectAllPass(RunSuite(options)), 40);
+    EXPECT_EQ(ExpectAllPass(RunSuite(options), /*tolerance=*/1e-5), 40);
   }
 }
 
@@ -86,7 +72,7 @@ TEST(RingOfExpertsTest, ValidateSuitePassesWithPaddedKernelRows) {
   for (ProjectionTilings* t : {&options.base.knobs.wi, &options.base.knobs.wo}) {
     t->fwd.tm = t->dlhs.tm = t->drhs.tm = 48;
   }
-  EXPECT_EQ(ExpectAllPass(RunSuite(options)), 80);
+  EXPECT_EQ(ExpectAllPass(RunSuite(options), /*tolerance=*/1e-5), 80);
   StepSpec spec = options.base;
   spec.parallelism = {.ep = 4};
   absl::StatusOr<LoweredStep> step = LowerStep(spec);

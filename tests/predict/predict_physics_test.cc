@@ -1,7 +1,6 @@
 // `perfsim predict` on an expert-parallel backend: laws the predictions must obey, the bytes
 // the report shows, the ragged-dot tiling, bad input, and the trace's device choice.
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,10 +13,13 @@
 #include "sim/predict/predict.h"
 #include "sim/predict/ragged_dot_tiling.h"
 #include "sim/report/predict_report.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -198,22 +200,16 @@ TEST(PredictPhysics, PerSourceRoutingHasARowPerTokenShardFsdpIncluded) {
 }
 
 TEST(PredictPhysics, BatchMustSplitOverDataParallelReplicas) {
-  std::istringstream in;
-  std::ostringstream out, err;
   // batch·seq = 192 splits over 2 devices, but 3 sequences do not split over dp = 2.
-  EXPECT_EQ(RunPerfsim({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism", "dp=2",
-                        "--batch", "3", "--seq", "64"},
-                       in, out, err),
-            2);
-  EXPECT_THAT(err.str(), HasSubstr("expected a batch divisible by the data-parallel degree "
-                                   "dp·fsdp = 2"));
-  EXPECT_THAT(err.str(), HasSubstr("got batch 3"));
-  std::ostringstream out2, err2;
-  EXPECT_EQ(RunPerfsim({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism", "dp=2",
-                        "--batch", "4", "--seq", "64", "--phase", "fwd"},
-                       in, out2, err2),
-            0)
-      << err2.str();
+  const CliResult odd = RunCli({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism",
+                                "dp=2", "--batch", "3", "--seq", "64"});
+  EXPECT_EQ(odd.code, 2);
+  EXPECT_THAT(odd.err, HasSubstr("expected a batch divisible by the data-parallel degree "
+                                 "dp·fsdp = 2"));
+  EXPECT_THAT(odd.err, HasSubstr("got batch 3"));
+  const CliResult even = RunCli({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism",
+                                 "dp=2", "--batch", "4", "--seq", "64", "--phase", "fwd"});
+  EXPECT_EQ(even.code, 0) << even.err;
 }
 
 TEST(PredictTrace, DevicesAreChosenByFlag) {
@@ -242,10 +238,9 @@ TEST(PredictTrace, DevicesAreChosenByFlag) {
   const std::string sample = PredictionTrace(*p);
   EXPECT_THAT(sample, HasSubstr("\"name\": \"device 0"));
   EXPECT_THAT(sample, Not(HasSubstr("\"name\": \"device 16\"")));
-  std::istringstream in;
-  std::ostringstream out, err;
-  EXPECT_EQ(RunPerfsim({"predict", "--trace-devices", "all"}, in, out, err), 2);
-  EXPECT_THAT(err.str(), HasSubstr("--trace-devices: expected --trace OUT.json too"));
+  const CliResult no_trace = RunCli({"predict", "--trace-devices", "all"});
+  EXPECT_EQ(no_trace.code, 2);
+  EXPECT_THAT(no_trace.err, HasSubstr("--trace-devices: expected --trace OUT.json too"));
 }
 
 }  // namespace

@@ -10,10 +10,13 @@
 #include "gtest/gtest.h"
 #include "sim/moe/model_registry.h"
 #include "sim/report/predict_report.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
 
 // DeepSeek-V3's expert shapes, data parallel over 8 H100s with argsort + ragged_dot.
@@ -146,14 +149,11 @@ TEST(PredictMemory, GradientsAndAdamStateCountTrainedParametersNotTheScoreCorrec
 }
 
 TEST(PredictCliTest, BadInputExitsTwo) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  EXPECT_EQ(RunPerfsim({"predict", "--hw", "tpu_v9"}, in, out, err), 2);
-  EXPECT_THAT(err.str(), HasSubstr("unknown hardware 'tpu_v9'"));
-  std::ostringstream out2, err2;
-  EXPECT_EQ(RunPerfsim({"predict", "--routing", "zipf:x"}, in, out2, err2), 2);
-  std::ostringstream out3, err3;
-  EXPECT_EQ(RunPerfsim({"predict", "--parallelism", "ep=3"}, in, out3, err3), 2);
+  const CliResult unknown_hw = RunCli({"predict", "--hw", "tpu_v9"});
+  EXPECT_EQ(unknown_hw.code, 2);
+  EXPECT_THAT(unknown_hw.err, HasSubstr("unknown hardware 'tpu_v9'"));
+  EXPECT_EQ(RunCli({"predict", "--routing", "zipf:x"}).code, 2);
+  EXPECT_EQ(RunCli({"predict", "--parallelism", "ep=3"}).code, 2);
 }
 
 }  // namespace

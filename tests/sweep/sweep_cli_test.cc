@@ -1,29 +1,24 @@
 // `perfsim sweep` and `perfsim sweep merge` through the command-line library: exit codes,
 // outputs, files.
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/cli_test_util.h"
 #include "tests/sweep/sweep_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CliResult;
 using ::testing::HasSubstr;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result RunSweepCli(std::vector<std::string> args) {
-  std::istringstream in;
-  std::ostringstream out, err;
+// `perfsim sweep ARGS...`.
+CliResult RunSweepCli(std::vector<std::string> args) {
   args.insert(args.begin(), "sweep");
-  const int code = RunPerfsim(args, in, out, err);
-  return {code, out.str(), err.str()};
+  return ::perfsim::testing::RunCli(args);
 }
 
 const std::vector<std::string> kNano = {"--model", "nano", "--hw",  "gpu_h100", "--mesh", "8",
@@ -37,7 +32,7 @@ std::vector<std::string> Nano(std::vector<std::string> more) {
 
 TEST(SweepCli, RanksASmallSpaceAndWritesTheCsv) {
   const std::string csv = ::testing::TempDir() + "/points.csv";
-  Result r =
+  CliResult r =
       RunSweepCli(Nano({"--backends", "dense_einsum,ep_ragged_a2a", "--top", "3", "--csv", csv}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("points: 40, evaluated 40, feasible 23"));
@@ -46,7 +41,7 @@ TEST(SweepCli, RanksASmallSpaceAndWritesTheCsv) {
   EXPECT_THAT(r.out, HasSubstr("pareto front"));
   const std::string text = ReadFileOrDie(csv);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 41);
-  Result json =
+  CliResult json =
       RunSweepCli(Nano({"--backends", "ep_ragged_a2a", "--format=json", "--rank-by", "mfu"}));
   ASSERT_EQ(json.code, 0) << json.err;
   EXPECT_THAT(json.out, HasSubstr("\"rank_by\": \"mfu\""));
@@ -56,24 +51,24 @@ TEST(SweepCli, RanksASmallSpaceAndWritesTheCsv) {
 TEST(SweepCli, ShardFilesMergeIntoTheSingleRunsOutput) {
   const std::vector<std::string> space =
       Nano({"--backends", "ep_ragged_a2a,dense_einsum", "--routings", "uniform,zipf:1.2"});
-  Result whole = RunSweepCli(space);
+  CliResult whole = RunSweepCli(space);
   ASSERT_EQ(whole.code, 0) << whole.err;
   std::vector<std::string> merge = {"merge"};
   for (int i = 0; i < 3; ++i) {
     const std::string out = ::testing::TempDir() + "/part" + std::to_string(i) + ".shard";
     std::vector<std::string> args = space;
     args.insert(args.end(), {"--shard", std::to_string(i) + "/3", "--out", out});
-    Result r = RunSweepCli(args);
+    CliResult r = RunSweepCli(args);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("shard " + std::to_string(i) + "/3"));
     merge.push_back(out);
   }
-  Result merged = RunSweepCli(merge);
+  CliResult merged = RunSweepCli(merge);
   ASSERT_EQ(merged.code, 0) << merged.err;
   EXPECT_EQ(merged.out, whole.out);
   // Two of three shards: exit 2, naming what is missing.
   merge.pop_back();
-  Result missing = RunSweepCli(merge);
+  CliResult missing = RunSweepCli(merge);
   EXPECT_EQ(missing.code, 2);
   EXPECT_THAT(missing.err, HasSubstr("missing 2/3"));
 }
@@ -81,10 +76,10 @@ TEST(SweepCli, ShardFilesMergeIntoTheSingleRunsOutput) {
 TEST(SweepCli, JobsDoNotChangeTheOutput) {
   const std::vector<std::string> space =
       Nano({"--backends", "ep_ragged_a2a,ring_of_experts", "--hw", "tpu_v5p", "--mesh", "2x2x2"});
-  Result one = RunSweepCli(space);
+  CliResult one = RunSweepCli(space);
   std::vector<std::string> two = space;
   two.insert(two.end(), {"--jobs", "2"});
-  Result r = RunSweepCli(two);
+  CliResult r = RunSweepCli(two);
   ASSERT_EQ(one.code, 0) << one.err;
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(one.out, r.out);
@@ -110,14 +105,14 @@ TEST(SweepCli, BadInputExitsTwo) {
       {{"merge", "/nonexistent.shard"}, "cannot open"},
   };
   for (const auto& c : cases) {
-    Result r = RunSweepCli(c.args);
+    CliResult r = RunSweepCli(c.args);
     EXPECT_EQ(r.code, 2) << c.message << "\n" << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message));
   }
 }
 
 TEST(SweepCli, HelpDocumentsEveryExitCodeTheInterruptionIncluded) {
-  Result r = RunSweepCli({"--help"});
+  CliResult r = RunSweepCli({"--help"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("exit codes:"));
   for (const char* line :
@@ -130,7 +125,7 @@ TEST(SweepCli, SpaceFileErrorsPointIntoTheFile) {
   const std::string path = WriteTempFile("bad_space.textproto",
                                          "model: \"nano\"\nbackends: \"ep_ragged_a2a\"\n"
                                          "tilings { wi: [8, 8] }\n");
-  Result r = RunSweepCli({"--space", path, "--quiet"});
+  CliResult r = RunSweepCli({"--space", path, "--quiet"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(path + ":3:"));
   const std::string good =
@@ -138,7 +133,7 @@ TEST(SweepCli, SpaceFileErrorsPointIntoTheFile) {
                     "model: \"nano\"\nhw: \"gpu_h100\"\nmesh: \"8\"\nphase: \"fwd\"\nseq: 4\n"
                     "ep { values: [4] }\ntp { values: [1] }\nbackends: \"ep_ragged_a2a\"\n"
                     "routings: [\"uniform\", \"hot:0.5\"]\n");
-  Result ok = RunSweepCli({"--space", good, "--quiet"});
+  CliResult ok = RunSweepCli({"--space", good, "--quiet"});
   ASSERT_EQ(ok.code, 0) << ok.err;
   // ep = 4, tp = 1: dp·fsdp = 2 -> (1, 2) and (2, 1); two routings.
   EXPECT_THAT(ok.out, HasSubstr("points: 4, evaluated 4, feasible 4"));
@@ -153,7 +148,7 @@ TEST(SweepCli, MergeRefusesShardsOfDifferentSpaces) {
       RunSweepCli(Nano({"--backends", "dense_einsum", "--seq", "8", "--shard", "1/2", "--out", b}))
           .code,
       0);
-  Result r = RunSweepCli({"merge", a, b});
+  CliResult r = RunSweepCli({"merge", a, b});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(b + ":2:13: expected the space of " + a));
 }

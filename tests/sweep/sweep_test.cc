@@ -389,6 +389,17 @@ TEST(Sweep, MergeRefusesMismatchedMissingAndDuplicateShards) {
   m = MergeShards({shard(a, 0, 2, "a0"), shard(a, 1, 3, "a1")});
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(m.status().message(), HasSubstr("a1:3:7: expected shard count 2"));
+  // Found by fuzz/sweep_fuzzer: the shard count is read from the file, and merge listed every
+  // missing shard: 10^12 of them exhausted memory. Now the first 8 are named.
+  ShardFile huge = shard(a, 0, 2, "h");
+  huge.shard_count = 1000000000000;
+  m = MergeShards({huge});
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("merge: expected all 1000000000000 shards; missing 1/1000000000000, "
+                        "2/1000000000000"));
+  // 10^12 shards, 1 present, 8 named: 10^12 - 9 more.
+  EXPECT_THAT(m.status().message(), HasSubstr("8/1000000000000 and 999999999991 more"));
 }
 
 TEST(Sweep, ShardFilesRejectEditsWithLineAndColumn) {

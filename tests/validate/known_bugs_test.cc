@@ -22,10 +22,13 @@
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::TestStepSpec;
+using ::perfsim::testing::WithSquareExperts;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -33,27 +36,14 @@ std::string Testdata(const std::string& path) {
   return std::string(PERFSIM_TESTDATA_DIR) + "/" + path;
 }
 
+// 2 sequences of 16 tokens.
 StepSpec Spec(const std::string& model, const std::string& backend, Phase phase) {
-  absl::StatusOr<ModelConfig> m = ResolveModel(model);
-  EXPECT_TRUE(m.ok()) << m.status();
-  StepSpec spec = StepSpec::Defaults(*m);
-  spec.batch = 2;
-  spec.seq = 16;
-  spec.phase = phase;
-  spec.backend = backend;
-  return spec;
+  return TestStepSpec(model, backend, phase, /*batch=*/2, /*seq=*/16);
 }
 
-// nano with F = D = 40: a weight read with K and N swapped keeps every shape.
+// nano with F = D = 40.
 StepSpec SquareSpec(const std::string& backend, Phase phase) {
-  StepSpec spec = Spec("nano", backend, phase);
-  ModelSpec proto = spec.model.proto();
-  proto.set_name("nano_square");
-  proto.set_expert_ffn_dim(proto.d_model());
-  absl::StatusOr<ModelConfig> model = ModelConfig::FromProto(proto);
-  EXPECT_TRUE(model.ok()) << model.status();
-  spec.model = *model;
-  return spec;
+  return WithSquareExperts(Spec("nano", backend, phase));
 }
 
 // The ragged-dots of the forward expert stage whose rhs is the parameter `weight`.

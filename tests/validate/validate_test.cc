@@ -15,21 +15,15 @@
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/validate/validate.h"
+#include "tests/lowering/lowering_test_util.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::TestStepSpec;
 using ::testing::HasSubstr;
 
-StepSpec NanoSpec(Phase phase) {
-  absl::StatusOr<ModelConfig> nano = ResolveModel("nano");
-  EXPECT_TRUE(nano.ok()) << nano.status();
-  StepSpec spec = StepSpec::Defaults(*nano);
-  spec.batch = 4;
-  spec.seq = 16;
-  spec.phase = phase;
-  return spec;
-}
+StepSpec NanoSpec(Phase phase) { return TestStepSpec("nano", "dense_einsum", phase); }
 
 TEST(MeshGroupsTest, GroupsFollowTheDeviceNumbering) {
   // d = (dp·EP + ep)·TP + tp with dp = ep = tp = 2: device 5 is (dp 1, ep 0, tp 1).
