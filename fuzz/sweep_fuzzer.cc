@@ -90,7 +90,7 @@ void FuzzSpace(absl::string_view text) {
     return;
   }
   Require(e->num_points() > 0, "an enumerated space has points");
-  const perfsim::Scenario last = e->ScenarioAt(e->num_points() - 1);
+  const perfsim::SweepScenario last = e->ScenarioAt(e->num_points() - 1);
   (void)e->Label(last);
   (void)e->SpecOf(last);
   const std::vector<int64_t> points = e->ShardPoints(1, 3);

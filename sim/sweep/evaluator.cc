@@ -140,7 +140,7 @@ absl::Status SweepEvaluator::SearchTilings(StepSpec& spec, std::string& why_not)
   return absl::OkStatus();
 }
 
-SweepEvaluator::Block SweepEvaluator::PrepareBlock(const Scenario& scenario) {
+SweepEvaluator::Block SweepEvaluator::PrepareBlock(const SweepScenario& scenario) {
   Block b{.index = scenario.block};
   StepSpec spec = e_.SpecOf(scenario);
   if (absl::Status s = spec.Validate(); !s.ok()) {
@@ -208,7 +208,7 @@ SweepEvaluator::Block SweepEvaluator::PrepareBlock(const Scenario& scenario) {
   return b;
 }
 
-const SweepEvaluator::Block& SweepEvaluator::BlockFor(const Scenario& scenario) {
+const SweepEvaluator::Block& SweepEvaluator::BlockFor(const SweepScenario& scenario) {
   for (const Block& b : blocks_) {
     if (b.index == scenario.block) {
       ++stats_.block_hits;
@@ -221,7 +221,7 @@ const SweepEvaluator::Block& SweepEvaluator::BlockFor(const Scenario& scenario) 
 }
 
 PointResult SweepEvaluator::Evaluate(int64_t point) {
-  const Scenario scenario = e_.ScenarioAt(point);
+  const SweepScenario scenario = e_.ScenarioAt(point);
   const Block& block = BlockFor(scenario);
   PointResult r{.index = point};
   if (block.reason != Infeasibility::kNone) {

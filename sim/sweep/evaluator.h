@@ -107,8 +107,8 @@ class SweepEvaluator {
     std::string tilings;
     std::shared_ptr<const PreparedStep> step;
   };
-  const Block& BlockFor(const Scenario& scenario);
-  Block PrepareBlock(const Scenario& scenario);
+  const Block& BlockFor(const SweepScenario& scenario);
+  Block PrepareBlock(const SweepScenario& scenario);
   // With search: the spec's knobs set to the fastest fitting tiling per kernel role.
   absl::Status SearchTilings(StepSpec& spec, std::string& why_not);
 

@@ -162,7 +162,7 @@ std::string WhyBeatsNext(const SweepEnumeration& e, const PointResult& a, const 
     absl::StrAppend(&line, ": no phase is shorter");
   }
   // What differs between the two plans.
-  const Scenario x = e.ScenarioAt(a.index), y = e.ScenarioAt(b.index);
+  const SweepScenario x = e.ScenarioAt(a.index), y = e.ScenarioAt(b.index);
   std::vector<std::string> mine, theirs;
   const int64_t xa[4] = {x.parallelism.dp, x.parallelism.fsdp, x.parallelism.ep, x.parallelism.tp};
   const int64_t ya[4] = {y.parallelism.dp, y.parallelism.fsdp, y.parallelism.ep, y.parallelism.tp};

@@ -313,13 +313,13 @@ absl::StatusOr<SweepEnumeration> SweepEnumeration::Create(const SweepSpace& spac
   return e;
 }
 
-Scenario SweepEnumeration::ScenarioAt(int64_t index) const {
+SweepScenario SweepEnumeration::ScenarioAt(int64_t index) const {
   const int64_t r = static_cast<int64_t>(routings_.size());
   const SweepBlock& block = blocks_[index / r];
   // A backend without tilings takes the default (its single slot), whatever the list holds.
   static const SweepTiling kDefault;
   const bool tiled = BackendTakesTilings(space_.backends[block.backend]);
-  return Scenario{.index = index,
+  return SweepScenario{.index = index,
                   .block = index / r,
                   .routing = index % r,
                   .parallelism = factorisations_[block.factorisation],
@@ -329,7 +329,7 @@ Scenario SweepEnumeration::ScenarioAt(int64_t index) const {
                   .tiling_index = block.tiling};
 }
 
-StepSpec SweepEnumeration::SpecOf(const Scenario& scenario) const {
+StepSpec SweepEnumeration::SpecOf(const SweepScenario& scenario) const {
   StepSpec spec = StepSpec::Defaults(*model_);
   spec.batch = scenario.batch_per_device * num_devices();
   spec.seq = space_.seq;
@@ -341,7 +341,7 @@ StepSpec SweepEnumeration::SpecOf(const Scenario& scenario) const {
   return spec;
 }
 
-std::string SweepEnumeration::Label(const Scenario& s) const {
+std::string SweepEnumeration::Label(const SweepScenario& s) const {
   const Parallelism& p = s.parallelism;
   return absl::StrCat("dp=", p.dp, " fsdp=", p.fsdp, " ep=", p.ep, " tp=", p.tp, " ", s.backend,
                       " b=", s.batch_per_device, " ", SweepTilingLabel(*s.tiling), " ",

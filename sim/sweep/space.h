@@ -6,7 +6,7 @@
 //   s.routings = {"uniform", "zipf:1.0"};
 //   PERFSIM_ASSIGN_OR_RETURN(SweepEnumeration e, SweepEnumeration::Create(s));
 //   e.num_points();                                 // blocks × routings
-//   PERFSIM_ASSIGN_OR_RETURN(Scenario sc, e.ScenarioAt(17));
+//   PERFSIM_ASSIGN_OR_RETURN(SweepScenario sc, e.ScenarioAt(17));
 //
 // Dimensions, outermost first: mesh factorisation (dp, fsdp, ep, tp with dp·fsdp·ep·tp = the
 // slice's device count, in lexicographic order of (dp, fsdp, ep, tp)), backend (in the order
@@ -100,7 +100,7 @@ struct SweepBlock {
 };
 
 // One point of the space, ready to evaluate.
-struct Scenario {
+struct SweepScenario {
   int64_t index = 0;
   int64_t block = 0;
   int64_t routing = 0;  // index into SweepSpace::routings
@@ -130,12 +130,12 @@ class SweepEnumeration {
   const std::string& canonical_text() const { return canonical_; }
   const std::string& fingerprint() const { return fingerprint_; }
 
-  Scenario ScenarioAt(int64_t index) const;
+  SweepScenario ScenarioAt(int64_t index) const;
   // The StepSpec of a scenario's block, before any tiling search (tilings from the choice, or
   // the defaults).
-  StepSpec SpecOf(const Scenario& scenario) const;
+  StepSpec SpecOf(const SweepScenario& scenario) const;
   // "dp=2 fsdp=1 ep=256 tp=1 ep_ragged_a2a b=1 default uniform": a point in one line.
-  std::string Label(const Scenario& scenario) const;
+  std::string Label(const SweepScenario& scenario) const;
 
   // Points of shard `shard` of `count` (see the file comment), ascending.
   std::vector<int64_t> ShardPoints(int64_t shard, int64_t count) const;

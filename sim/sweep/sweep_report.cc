@@ -40,7 +40,7 @@ std::string Title(const SweepEnumeration& e, const SweepReportOptions& o) {
 }
 
 std::string Plan(const SweepEnumeration& e, const PointResult& r) {
-  const Scenario sc = e.ScenarioAt(r.index);
+  const SweepScenario sc = e.ScenarioAt(r.index);
   const Parallelism& p = sc.parallelism;
   std::string plan = absl::StrCat("dp=", p.dp, " fsdp=", p.fsdp, " ep=", p.ep, " tp=", p.tp, " ",
                                   sc.backend, " b=", sc.batch_per_device);
@@ -154,7 +154,7 @@ std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>&
   const int64_t top = std::min<int64_t>(o.top, static_cast<int64_t>(s.ranked.size()));
   for (int64_t k = 0; k < top; ++k) {
     const PointResult& r = results[s.ranked[k]];
-    const Scenario sc = e.ScenarioAt(r.index);
+    const SweepScenario sc = e.ScenarioAt(r.index);
     const Parallelism& p = sc.parallelism;
     absl::StrAppend(&out, k ? ",\n" : "\n", "{\"rank\": ", k + 1, ", \"point\": ", r.index,
                     ", \"plan\": {\"dp\": ", p.dp, ", \"fsdp\": ", p.fsdp, ", \"ep\": ", p.ep,
@@ -204,7 +204,7 @@ std::string SweepCsv(const SweepEnumeration& e, const std::vector<PointResult>& 
   for (size_t k = 0; k < s.ranked.size(); ++k) rank[s.ranked[k]] = static_cast<int64_t>(k) + 1;
   for (size_t i = 0; i < results.size(); ++i) {
     const PointResult& r = results[i];
-    const Scenario sc = e.ScenarioAt(r.index);
+    const SweepScenario sc = e.ScenarioAt(r.index);
     const Parallelism& p = sc.parallelism;
     absl::StrAppend(&out, r.index, ",", r.feasible() ? "feasible" : "infeasible", ",",
                     InfeasibilityName(r.reason), ",", p.dp, ",", p.fsdp, ",", p.ep, ",", p.tp, ",",

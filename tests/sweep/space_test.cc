@@ -42,7 +42,7 @@ TEST(SweepSpace, PointsAreBlockTimesRoutingAndTilingsOnlyForTiledBackends) {
   // One factorisation (dp=8); dense_einsum: 2 batches × 1 tiling slot; megablox_gmm: 2 × 2.
   EXPECT_EQ(e->blocks().size(), 2u + 4u);
   EXPECT_EQ(e->num_points(), 6 * 3);
-  const Scenario last = e->ScenarioAt(17);
+  const SweepScenario last = e->ScenarioAt(17);
   EXPECT_EQ(last.backend, "megablox_gmm");
   EXPECT_EQ(last.batch_per_device, 2);
   EXPECT_TRUE(last.tiling->search);

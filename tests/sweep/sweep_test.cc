@@ -222,7 +222,7 @@ TEST(Sweep, TwoJobsGiveTheSameResultsAsOne) {
 void ExpectEveryPointIsPredicts(const SweepEnumeration& e,
                                 const std::vector<PointResult>& results) {
   for (const PointResult& r : results) {
-    const Scenario scenario = e.ScenarioAt(r.index);
+    const SweepScenario scenario = e.ScenarioAt(r.index);
     PredictOptions o{.spec = e.SpecOf(scenario),
                      .hw = e.space().hw,
                      .mesh = e.mesh(),
@@ -293,7 +293,7 @@ TEST(Sweep, PerShardRoutingFilesWorkWithFsdp) {
   EXPECT_EQ(Count(summary, Infeasibility::kError), 0);
   int64_t with_fsdp = 0, skew_differs = 0;
   for (const PointResult& r : run.results) {
-    const Scenario scenario = e.ScenarioAt(r.index);
+    const SweepScenario scenario = e.ScenarioAt(r.index);
     if (scenario.routing != 1 || !r.feasible()) continue;
     if (scenario.parallelism.fsdp > 1) ++with_fsdp;
     // The same plan with uniform routing is the point before (routings vary fastest).
