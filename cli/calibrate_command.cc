@@ -1,6 +1,5 @@
 // `perfsim calibrate FILE.csv [--write]`: fits the efficiency factors of the hardware files on
 // measurements (sim/accuracy/calibration.h) and prints or writes them.
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,7 +12,9 @@
 #include "sim/accuracy/calibration.h"
 #include "sim/accuracy/measurement.h"
 #include "sim/hw/chip_registry.h"
+#include "sim/util/file_io.h"
 #include "sim/util/status.h"
+#include "sim/util/textproto.h"
 
 namespace perfsim {
 namespace {
@@ -46,15 +47,6 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open for writing"));
-  file << text;
-  file.close();
-  if (!file) return absl::DataLossError(absl::StrCat(path, ": write error"));
-  return absl::OkStatus();
-}
-
 absl::Status Calibrate(const ParsedFlags& flags, CliIo& io) {
   const std::string& path = flags.positional()[0];
   PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadInput(path, io.in));
@@ -66,6 +58,10 @@ absl::Status Calibrate(const ParsedFlags& flags, CliIo& io) {
   const bool write = flags.Has("write");
   io.out << "# perfsim calibrate " << source << ": " << report.rows.size() << " rows, "
          << report.rows.size() - report.skipped << " simulated, " << report.skipped << " skipped\n";
+  // --write is all or nothing: every updated file is built and validated, then written to a
+  // temporary beside it, and only then are they all renamed into place.
+  AtomicFileSet files;
+  std::vector<std::string> written;
   for (const auto& [chip_name, fitted] : report.calibration.chips) {
     const std::string file_path = absl::StrCat(dir, "/", chip_name, ".textproto");
     if (!write) {
@@ -74,15 +70,19 @@ absl::Status Calibrate(const ParsedFlags& flags, CliIo& io) {
              << EfficiencyBlock(fitted, builtin.proto().efficiency(), source);
       continue;
     }
-    PERFSIM_ASSIGN_OR_RETURN(std::string current, ReadInput(file_path, io.in));
+    PERFSIM_ASSIGN_OR_RETURN(std::string current, ReadTextFile(file_path));
     PERFSIM_ASSIGN_OR_RETURN(Chip chip, Chip::FromText(current, file_path));
     const std::string block = EfficiencyBlock(fitted, chip.proto().efficiency(), source);
     absl::StatusOr<std::string> updated = ReplaceEfficiencyBlock(current, block);
     if (!updated.ok()) return Annotate(updated.status(), file_path);
     // The result must still be a valid hardware description before it replaces the file.
     PERFSIM_RETURN_IF_ERROR(Chip::FromText(*updated, file_path).status());
-    PERFSIM_RETURN_IF_ERROR(WriteFile(file_path, *updated));
-    io.out << "wrote " << file_path << "\n";
+    PERFSIM_RETURN_IF_ERROR(files.Stage(file_path, *updated));
+    written.push_back(file_path);
+  }
+  if (write) {
+    PERFSIM_RETURN_IF_ERROR(files.Commit());
+    for (const std::string& file_path : written) io.out << "wrote " << file_path << "\n";
   }
   io.out << "\nfitted factors:\n";
   PrintFittedFactors(report.calibration, io.out);

@@ -29,7 +29,11 @@ commands:
   sweep              rank plans (parallelism, backend, tiling, batch, routing); shard + merge
 
 Run 'perfsim <command> --help' for the flags of a command.
-Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error.
+Exit codes: 0 ok, 1 check failed, 2 bad input or usage, 3 internal error (or output that
+could not be written), 130 interrupted.
+Inputs are regular files or '-' (stdin); directories and devices are refused. Size limits:
+1 GiB per input (HLO, CSV, sweep spaces), 4 GiB per .npy, 16 MiB per hardware or model
+description, 64 MiB per routing file. Output files are replaced atomically.
 )";
 
 }  // namespace

@@ -1,10 +1,8 @@
 #include "cli/flags.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "sim/util/file_io.h"
 
 namespace perfsim {
 
@@ -69,16 +67,7 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
 }
 
 absl::StatusOr<std::string> ReadInput(const std::string& path, std::istream& in) {
-  std::ostringstream buffer;
-  if (path == "-") {
-    buffer << in.rdbuf();
-    return buffer.str();
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  buffer << file.rdbuf();
-  if (file.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return buffer.str();
+  return ReadInputFile(path, in);
 }
 
 }  // namespace perfsim

@@ -42,7 +42,8 @@ class ParsedFlags {
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
                                        const std::vector<FlagSpec>& specs);
 
-// Reads a whole file, or standard input when path is "-". NotFound names the path.
+// Reads a whole regular file, or standard input when path is "-", up to kMaxInputBytes
+// (sim/util/file_io.h: directories, devices and larger files are refused by name).
 absl::StatusOr<std::string> ReadInput(const std::string& path, std::istream& in);
 
 }  // namespace perfsim

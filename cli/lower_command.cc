@@ -12,6 +12,7 @@
 #include "sim/interp/npy.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/lowering/lowering.h"
+#include "sim/util/file_io.h"
 #include "sim/util/status.h"
 #include "sim/validate/validate.h"
 
@@ -37,16 +38,18 @@ verified before printing.
 absl::Status WriteInputs(const LoweredStep& step, const std::string& dir, RoutingCase routing,
                          uint64_t seed) {
   const std::vector<Literal> global = MakeGlobalInputs(step, routing, seed);
+  // All or nothing: every file is written in full before any replaces what was there.
+  AtomicFileSet files;
   for (int64_t device = 0; device < step.spec.num_devices(); ++device) {
     for (size_t i = 0; i < step.parameters.size(); ++i) {
       const Literal shard = ShardOf(global[i], step.parameters[i], step.spec.parallelism, device);
       const std::string path = absl::StrCat(dir, "/in", i, ".d", device, ".npy");
-      if (absl::Status s = WriteNpyFile(path, shard); !s.ok()) {
-        return Annotate(s, "--inputs-dir");
-      }
+      absl::StatusOr<std::string> bytes = SerializeNpy(shard);
+      if (!bytes.ok()) return Annotate(bytes.status(), path);
+      PERFSIM_RETURN_IF_ERROR(Annotate(files.Stage(path, *bytes), "--inputs-dir"));
     }
   }
-  return absl::OkStatus();
+  return Annotate(files.Commit(), "--inputs-dir");
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 // `perfsim predict`: step time of the MoE layer on a described cluster, with a breakdown.
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "cli/step_flags.h"
 #include "sim/predict/predict.h"
 #include "sim/report/predict_report.h"
+#include "sim/util/file_io.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -104,13 +104,11 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<Prediction> prediction = Predict(options);
   if (!prediction.ok()) return ReportStatus(prediction.status(), io);
   if (flags->Has("trace")) {
-    std::ofstream trace(flags->Get("trace"));
-    if (!trace) {
-      return ReportStatus(absl::InvalidArgumentError(absl::StrCat(
-                              "--trace: cannot write '", flags->Get("trace"), "'")),
-                          io);
+    if (absl::Status s = WriteFileAtomically(flags->Get("trace"),
+                                             PredictionTrace(*prediction, trace_devices));
+        !s.ok()) {
+      return ReportStatus(Annotate(s, "--trace"), io);
     }
-    trace << PredictionTrace(*prediction, trace_devices);
   }
   io.out << (*format == "json" ? PredictionJson(*prediction) : FormatPredictionTable(*prediction));
   return kExitOk;

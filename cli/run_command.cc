@@ -30,6 +30,7 @@
 #include "sim/interp/random_inputs.h"
 #include "sim/ir/attributes.h"
 #include "sim/ir/instruction.h"
+#include "sim/util/file_io.h"
 #include "sim/util/proto_format.h"
 #include "sim/util/status.h"
 
@@ -459,11 +460,15 @@ absl::Status SaveOutputs(const std::string& dir, const std::vector<OutputSummary
         absl::StrCat("--save-outputs: expected a directory that can be created; got '", dir,
                      "': ", error.message()));
   }
+  // All or nothing: every file is written in full before any replaces what was there.
+  AtomicFileSet files;
   for (const OutputSummary& s : summaries) {
     const std::string path = absl::StrCat(dir, "/out_", s.device, "_", s.index, ".npy");
-    PERFSIM_RETURN_IF_ERROR(WriteNpyFile(path, *s.literal));
+    absl::StatusOr<std::string> bytes = SerializeNpy(*s.literal);
+    if (!bytes.ok()) return Annotate(bytes.status(), path);
+    PERFSIM_RETURN_IF_ERROR(Annotate(files.Stage(path, *bytes), "--save-outputs"));
   }
-  return absl::OkStatus();
+  return Annotate(files.Commit(), "--save-outputs");
 }
 
 absl::Status Run(const RunFlags& run, CliIo& io) {

@@ -20,6 +20,7 @@
 #include "sim/sweep/shard_file.h"
 #include "sim/sweep/space.h"
 #include "sim/sweep/sweep_report.h"
+#include "sim/util/file_io.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -238,11 +239,7 @@ absl::StatusOr<OutputOptions> OutputFromFlags(const ParsedFlags& flags) {
 }
 
 absl::Status WriteText(const std::string& flag, const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return UsageError(absl::StrCat("--", flag, ": cannot write '", path, "'"));
-  file << text;
-  if (!file) return UsageError(absl::StrCat("--", flag, ": cannot write '", path, "'"));
-  return absl::OkStatus();
+  return Annotate(WriteFileAtomically(path, text), absl::StrCat("--", flag));
 }
 
 absl::Status Emit(const SweepEnumeration& e, const std::vector<PointResult>& results,

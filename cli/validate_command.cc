@@ -1,6 +1,7 @@
 // `perfsim validate`: every backend's lowering, run in the reference interpreter, against the
 // dense_einsum reference — forward output and every gradient — plus static checks.
 #include <algorithm>
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -293,6 +294,20 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   }
   for (const ValidationResult& r : results) {
     if (!r.pass && !r.skipped) return kExitCheckFailed;
+  }
+  // Nothing compared is not a pass: every case asked for is one the backends do not support,
+  // which is a request that cannot be checked (bad input), named with the first reason.
+  const auto ran = std::find_if(results.begin(), results.end(),
+                                [](const ValidationResult& r) { return !r.skipped; });
+  if (ran == results.end()) {
+    return ReportStatus(
+        absl::InvalidArgumentError(absl::StrCat(
+            "validate: expected at least one case to run; got ", results.size(),
+            results.size() == 1 ? " case, skipped" : " cases, all skipped",
+            results.empty() ? std::string()
+                            : absl::StrCat(" (first: ", results[0].backend, ": ",
+                                           results[0].message, ")"))),
+        io);
   }
   return kExitOk;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) into build-fuzz/ and runs each, one at
-# a time, for RUNS executions (default 1,000,000). Corpora (fuzz-corpus/<target>/, kept between
+# a time, for RUNS executions (default 1,000,000), or with --seconds S for S seconds each (what
+# CI runs: scripts/fuzz.sh --seconds 20). Corpora (fuzz-corpus/<target>/, kept between
 # runs) are seeded from committed files:
 #   hlo_parser  shared/reference/xla_hlo_corpus/*.hlo, tests/testdata/**/*.hlo
 #   textproto   hardware/*.textproto, models/*.textproto
@@ -8,13 +9,20 @@
 #   routing     fuzz/seeds/routing/ (routing files and --routing specs)
 #   npy         tests/testdata/hlo/jax/*.npy, fuzz/seeds/npy/
 #   sweep       fuzz/seeds/sweep/ (sweep space textprotos and shard files)
+#   cli         fuzz/seeds/cli/ (command lines of predict, lower, validate, fit and sweep)
 # fuzz/seeds/ also keeps the inputs of past findings, so that every run re-checks them.
 # Findings (crash-*, timeout-*, oom-*) land in fuzz-findings/, with one log per target.
 #   scripts/fuzz.sh [RUNS]
+#   scripts/fuzz.sh --seconds S
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs="${1:-1000000}"
-targets=(hlo_parser textproto csv routing npy sweep)
+limit=(-runs="${1:-1000000}")
+what="${1:-1000000} runs"
+if [[ "${1:-}" == "--seconds" ]]; then
+  limit=(-max_total_time="${2:?--seconds needs a number}")
+  what="${2} s"
+fi
+targets=(hlo_parser textproto csv routing npy sweep cli)
 PERFSIM_WITH_FUZZ=1 bash scripts/install_deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPERFSIM_FUZZ=ON -DPERFSIM_TESTS=OFF -DPERFSIM_BENCHMARKS=OFF >/dev/null
@@ -31,6 +39,7 @@ cp fuzz/seeds/csv/* fuzz-corpus/csv/
 cp fuzz/seeds/routing/* fuzz-corpus/routing/
 cp tests/testdata/hlo/jax/*.npy fuzz/seeds/npy/* fuzz-corpus/npy/
 cp fuzz/seeds/sweep/* fuzz-corpus/sweep/
+cp fuzz/seeds/cli/* fuzz-corpus/cli/
 
 # Longest input per target, above its seeds (calibration.csv is 14 kB; most .npy seeds
 # are under 4 kB, larger ones are still read whole).
@@ -38,6 +47,7 @@ max_len() {
   case "$1" in
     hlo_parser | csv) echo 65536 ;;
     textproto | routing | sweep) echo 8192 ;;
+    cli) echo 512 ;;
     npy) echo 16384 ;;
   esac
 }
@@ -46,9 +56,9 @@ max_len() {
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 status=0
 for target in "${targets[@]}"; do
-  echo "== ${target}_fuzzer: ${runs} runs"
+  echo "== ${target}_fuzzer: ${what}"
   log="fuzz-findings/${target}.log"
-  if ! ./build-fuzz/fuzz/${target}_fuzzer -runs="$runs" -max_len="$(max_len "$target")" \
+  if ! ./build-fuzz/fuzz/${target}_fuzzer "${limit[@]}" -max_len="$(max_len "$target")" \
       -timeout=10 -rss_limit_mb=2048 -artifact_prefix=fuzz-findings/ -print_final_stats=1 \
       "fuzz-corpus/$target" >"$log" 2>&1; then
     echo "${target}_fuzzer found a problem; see $log and fuzz-findings/" >&2

@@ -2,6 +2,7 @@
 #include "sim/cost/op_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -310,10 +311,8 @@ absl::StatusOr<OpCost> TimeComposite(const Instruction& instruction, const Chip&
   return total;
 }
 
-}  // namespace
-
-absl::StatusOr<OpCost> CostInstruction(const Instruction& instruction, const Chip& chip,
-                                       const CostOptions& options) {
+absl::StatusOr<OpCost> CostInstructionUnchecked(const Instruction& instruction, const Chip& chip,
+                                                const CostOptions& options) {
   const CountOptions counting{.mode = options.mode, .num_devices = options.num_devices};
   const CountOptions truth{.mode = CostMode::kTrue, .num_devices = options.num_devices};
   OpCost cost;
@@ -378,6 +377,22 @@ absl::StatusOr<OpCost> CostInstruction(const Instruction& instruction, const Chi
   cost.seconds = t.seconds;
   cost.bound = t.bound;
   cost.unknown_rates = std::move(work.unknown_rates);
+  return cost;
+}
+
+}  // namespace
+
+absl::StatusOr<OpCost> CostInstruction(const Instruction& instruction, const Chip& chip,
+                                       const CostOptions& options) {
+  PERFSIM_RETURN_IF_ERROR(CheckDeclaredCost(instruction));
+  PERFSIM_ASSIGN_OR_RETURN(OpCost cost, CostInstructionUnchecked(instruction, chip, options));
+  // A time that is not a finite number is never output: the chip's rates are validated
+  // (hardware/*.textproto plausibility bounds), so this names what produced it.
+  if (cost.seconds.has_value() && !std::isfinite(*cost.seconds)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        instruction.name(), ": expected a finite time; got ", *cost.seconds, " seconds on ",
+        chip.name()));
+  }
   return cost;
 }
 

@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "absl/status/status.h"
 #include "sim/cost/cost_types.h"
 #include "sim/ir/instruction.h"
 
@@ -72,6 +73,12 @@ OpCounts CountInstruction(const Instruction& instruction, const CountOptions& op
 // module total that XLA reports. operand_bytes[i] sums the i-th operand entry of every
 // instruction (XLA's "bytes accessed{i}{}" key), output_bytes the output entries.
 OpCounts CountComputation(const Computation& computation, const CountOptions& options);
+
+// OK unless `instruction` is a custom-call whose declared cost (backend_config
+// `cost_estimate`, as above) has a value that is not a finite number in [0, 1e30]:
+// InvalidArgument "name: cost_estimate.flops: expected a finite number in [0, 1e30]; got -1".
+// Counting ignores such values (it cannot fail); the cost pass refuses the module with this.
+absl::Status CheckDeclaredCost(const Instruction& instruction);
 
 // backend_config known_trip_count of a while loop, e.g. {"known_trip_count":{"n":"5"}} -> 5.
 std::optional<int64_t> KnownTripCount(const Instruction& while_instruction);

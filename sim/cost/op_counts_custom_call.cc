@@ -2,12 +2,14 @@
 // perfsim knows (grouped matmuls, cuBLAS gemms, XLA:CPU TopK), the costs Pallas kernels
 // declare, and annotations that move no data.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sim/cost/grouped_matmul.h"
 #include "sim/cost/op_counts_internal.h"
@@ -30,6 +32,32 @@ std::optional<double> JsonNumber(absl::string_view json, absl::string_view key) 
   double out = 0;
   if (!absl::SimpleAtod(value, &out)) return std::nullopt;
   return out;
+}
+
+// The fields of a declared cost, and their range: more than 1e30 flops or bytes is more than
+// every computer ever built could do in a year, so such a number is a mistake.
+constexpr const char* kDeclaredCostKeys[] = {"flops", "transcendentals", "bytes_accessed"};
+bool IsPlausibleDeclaredCost(double value) {
+  return std::isfinite(value) && value >= 0 && value <= 1e30;
+}
+
+// A declared cost's field when it is a plausible number; CheckDeclaredCost reports the others.
+std::optional<double> DeclaredValue(absl::string_view estimate, absl::string_view key) {
+  const std::optional<double> value = JsonNumber(estimate, key);
+  if (value.has_value() && IsPlausibleDeclaredCost(*value)) return value;
+  return std::nullopt;
+}
+
+// The cost_estimate object of a custom-call's backend_config, top level or inside
+// custom_call_config (where Pallas writes it).
+std::optional<std::string> CostEstimateJson(const Instruction& instruction) {
+  const std::string config = instruction.attributes().backend_config.value_or("");
+  std::optional<std::string> estimate = JsonTopLevelValue(config, "cost_estimate");
+  if (estimate.has_value()) return estimate;
+  if (const std::optional<std::string> inner = JsonTopLevelValue(config, "custom_call_config")) {
+    return JsonTopLevelValue(*inner, "cost_estimate");
+  }
+  return std::nullopt;
 }
 
 // Custom-call targets that annotate shardings or allocate, and move no data.
@@ -110,19 +138,12 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
     return c;
   }
   // A kernel that declares its cost (Pallas: backend_config.custom_call_config.cost_estimate).
-  const std::string config = instruction.attributes().backend_config.value_or("");
-  std::optional<std::string> estimate = JsonTopLevelValue(config, "cost_estimate");
-  if (!estimate.has_value()) {
-    if (const std::optional<std::string> inner = JsonTopLevelValue(config, "custom_call_config")) {
-      estimate = JsonTopLevelValue(*inner, "cost_estimate");
-    }
-  }
-  if (estimate.has_value()) {
-    if (const std::optional<double> v = JsonNumber(*estimate, "flops")) c.flops = *v;
-    if (const std::optional<double> v = JsonNumber(*estimate, "transcendentals")) {
+  if (const std::optional<std::string> estimate = CostEstimateJson(instruction)) {
+    if (const std::optional<double> v = DeclaredValue(*estimate, "flops")) c.flops = *v;
+    if (const std::optional<double> v = DeclaredValue(*estimate, "transcendentals")) {
       c.transcendentals = *v;
     }
-    if (const std::optional<double> v = JsonNumber(*estimate, "bytes_accessed")) {
+    if (const std::optional<double> v = DeclaredValue(*estimate, "bytes_accessed")) {
       c.bytes_accessed = *v;
     }
   }
@@ -130,4 +151,20 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
 }
 
 }  // namespace cost_internal
+
+absl::Status CheckDeclaredCost(const Instruction& instruction) {
+  if (instruction.opcode() != Opcode::kCustomCall) return absl::OkStatus();
+  const std::optional<std::string> estimate = cost_internal::CostEstimateJson(instruction);
+  if (!estimate.has_value()) return absl::OkStatus();
+  for (const char* key : cost_internal::kDeclaredCostKeys) {
+    const std::optional<std::string> text = JsonTopLevelValue(*estimate, key);
+    if (!text.has_value()) continue;
+    const std::optional<double> value = cost_internal::JsonNumber(*estimate, key);
+    if (value.has_value() && cost_internal::IsPlausibleDeclaredCost(*value)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat(instruction.name(), ": cost_estimate.", key,
+                     ": expected a finite number in [0, 1e30]; got ", *text));
+  }
+  return absl::OkStatus();
+}
 }  // namespace perfsim

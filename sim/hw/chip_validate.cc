@@ -16,6 +16,21 @@ namespace {
 // Chip::DefaultSliceChips() cannot overflow.
 constexpr int64_t kMaxSliceChips = int64_t{1} << 24;
 
+// Plausibility bounds, so that a rate or size that passes validation cannot make a prediction
+// inf, 0 or NaN (a rate of 1e-308 bytes/s once printed "step time inf us"). Each range is
+// orders of magnitude wider than any chip built or announced: peak rates per chip between
+// 1 GFLOP/s and 1 EFLOP/s (GB200's dense fp4 is 1e16), bandwidths between 1 MB/s and
+// 1 PB/s (HBM3e is ~8e12), memories between 1 KiB and 1 PB, counts of units below 10^6.
+struct Range {
+  double min;
+  double max;
+  const char* unit;
+};
+constexpr Range kFlopsPerSecond{1e9, 1e18, "flop/s"};
+constexpr Range kBytesPerSecond{1e6, 1e15, "bytes/s"};
+constexpr Range kBytes{1024, 1e15, "bytes"};
+constexpr Range kCount{1, 1e6, ""};
+
 std::string Got(double value) {
   return value == 0 ? "got 0 (unset)" : absl::StrCat("got ", FormatDouble(value));
 }
@@ -27,6 +42,18 @@ class HardwareChecker {
 
   void Positive(const std::string& path, double value) {
     if (!(std::isfinite(value) && value > 0)) problems_.Add(path, "expected > 0; " + Got(value));
+  }
+  // A required quantity within its plausibility range.
+  void Plausible(const std::string& path, double value, const Range& range) {
+    if (std::isfinite(value) && value >= range.min && value <= range.max) return;
+    problems_.Add(path, absl::StrCat("expected ", Bounds(range), "; ", Got(value)));
+  }
+  // An optional one: 0 (unset) or within its range.
+  void PlausibleOrUnset(const std::string& path, double value, const Range& range) {
+    if (value == 0) return;
+    if (std::isfinite(value) && value >= range.min && value <= range.max) return;
+    problems_.Add(path, absl::StrCat("expected 0 (unset) or ", Bounds(range), "; got ",
+                                     FormatDouble(value)));
   }
   void NonNegative(const std::string& path, double value) {
     if (!(std::isfinite(value) && value >= 0)) {
@@ -54,6 +81,11 @@ class HardwareChecker {
   void Add(const std::string& path, const std::string& message) { problems_.Add(path, message); }
 
  private:
+  static std::string Bounds(const Range& range) {
+    return absl::StrCat("a value in [", FormatDouble(range.min), ", ", FormatDouble(range.max),
+                        "]", *range.unit ? " " : "", range.unit);
+  }
+
   ConfigProblems& problems_;
 };
 
@@ -67,22 +99,23 @@ bool IsRegistryName(absl::string_view name) {
 
 void CheckCompute(const HardwareSpec& spec, HardwareChecker& check) {
   const ComputeSpec& c = spec.compute();
-  check.Positive("compute.peak_bf16_flops_per_second", c.peak_bf16_flops_per_second());
-  check.NonNegative("compute.peak_fp16_flops_per_second", c.peak_fp16_flops_per_second());
-  check.NonNegative("compute.peak_fp8_flops_per_second", c.peak_fp8_flops_per_second());
-  check.NonNegative("compute.peak_int8_ops_per_second", c.peak_int8_ops_per_second());
-  check.NonNegative("compute.peak_fp4_flops_per_second", c.peak_fp4_flops_per_second());
-  check.NonNegative("compute.peak_f32_matmul_flops_per_second",
-                    c.peak_f32_matmul_flops_per_second());
-  check.NonNegative("compute.vector_f32_flops_per_second", c.vector_f32_flops_per_second());
-  check.NonNegative("compute.transcendentals_per_second", c.transcendentals_per_second());
+  check.Plausible("compute.peak_bf16_flops_per_second", c.peak_bf16_flops_per_second(),
+                  kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.peak_fp16_flops_per_second", c.peak_fp16_flops_per_second(), kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.peak_fp8_flops_per_second", c.peak_fp8_flops_per_second(), kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.peak_int8_ops_per_second", c.peak_int8_ops_per_second(), kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.peak_fp4_flops_per_second", c.peak_fp4_flops_per_second(), kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.peak_f32_matmul_flops_per_second",
+                          c.peak_f32_matmul_flops_per_second(), kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.vector_f32_flops_per_second", c.vector_f32_flops_per_second(), kFlopsPerSecond);
+  check.PlausibleOrUnset("compute.transcendentals_per_second", c.transcendentals_per_second(), kFlopsPerSecond);
   check.NonNegative("compute.sparsecores_per_chip", c.sparsecores_per_chip());
-  check.NonNegative("compute.kernel_overhead_seconds", c.kernel_overhead_seconds());
-  check.NonNegative("compute.grid_step_overhead_seconds", c.grid_step_overhead_seconds());
-  check.Positive("compute.devices_per_chip", c.devices_per_chip());
+  check.OverheadSeconds("compute.kernel_overhead_seconds", c.kernel_overhead_seconds());
+  check.OverheadSeconds("compute.grid_step_overhead_seconds", c.grid_step_overhead_seconds());
+  check.Plausible("compute.devices_per_chip", c.devices_per_chip(), kCount);
 
   if (spec.kind() == CHIP_KIND_TPU) {
-    check.Positive("compute.tensorcores_per_chip", c.tensorcores_per_chip());
+    check.Plausible("compute.tensorcores_per_chip", c.tensorcores_per_chip(), kCount);
     check.Unused("compute.sms_per_chip", c.sms_per_chip(), "TPU");
     if (c.tensorcores_per_chip() > 0 && c.devices_per_chip() > c.tensorcores_per_chip()) {
       check.Add("compute.devices_per_chip",
@@ -90,30 +123,30 @@ void CheckCompute(const HardwareSpec& spec, HardwareChecker& check) {
                              "); got ", c.devices_per_chip()));
     }
   } else if (spec.kind() == CHIP_KIND_GPU) {
-    check.Positive("compute.sms_per_chip", c.sms_per_chip());
+    check.Plausible("compute.sms_per_chip", c.sms_per_chip(), kCount);
     check.Unused("compute.tensorcores_per_chip", c.tensorcores_per_chip(), "GPU");
     check.Unused("compute.sparsecores_per_chip", c.sparsecores_per_chip(), "GPU");
   }
 
   const MatrixUnitSpec& unit = c.matrix_unit();
-  check.Positive("compute.matrix_unit.contracting_elements", unit.contracting_elements());
-  check.Positive("compute.matrix_unit.output_columns_elements", unit.output_columns_elements());
-  check.Positive("compute.matrix_unit.output_rows_elements", unit.output_rows_elements());
-  check.Positive("compute.matrix_unit.units_per_core", unit.units_per_core());
+  check.Plausible("compute.matrix_unit.contracting_elements", unit.contracting_elements(), kCount);
+  check.Plausible("compute.matrix_unit.output_columns_elements", unit.output_columns_elements(), kCount);
+  check.Plausible("compute.matrix_unit.output_rows_elements", unit.output_rows_elements(), kCount);
+  check.Plausible("compute.matrix_unit.units_per_core", unit.units_per_core(), kCount);
   check.Fraction("compute.matrix_unit.small_rows_fraction_of_peak",
                  unit.small_rows_fraction_of_peak());
 }
 
 void CheckMemory(const HardwareSpec& spec, HardwareChecker& check) {
   const MemorySpec& m = spec.memory();
-  check.Positive("memory.hbm_capacity_bytes", m.hbm_capacity_bytes());
-  check.Positive("memory.hbm_bytes_per_second", m.hbm_bytes_per_second());
+  check.Plausible("memory.hbm_capacity_bytes", m.hbm_capacity_bytes(), kBytes);
+  check.Plausible("memory.hbm_bytes_per_second", m.hbm_bytes_per_second(), kBytesPerSecond);
   check.NonNegative("memory.cmem_bytes_per_chip", m.cmem_bytes_per_chip());
   check.NonNegative("memory.tensor_memory_bytes_per_sm", m.tensor_memory_bytes_per_sm());
   if (spec.kind() == CHIP_KIND_TPU) {
-    check.Positive("memory.vmem_bytes_per_core", m.vmem_bytes_per_core());
-    check.Positive("memory.default_scoped_vmem_limit_bytes", m.default_scoped_vmem_limit_bytes());
-    check.Positive("memory.smem_bytes_per_core", m.smem_bytes_per_core());
+    check.Plausible("memory.vmem_bytes_per_core", m.vmem_bytes_per_core(), kBytes);
+    check.Plausible("memory.default_scoped_vmem_limit_bytes", m.default_scoped_vmem_limit_bytes(), kBytes);
+    check.Plausible("memory.smem_bytes_per_core", m.smem_bytes_per_core(), kBytes);
     if (m.vmem_bytes_per_core() > 0 &&
         m.default_scoped_vmem_limit_bytes() > m.vmem_bytes_per_core()) {
       check.Add("memory.default_scoped_vmem_limit_bytes",
@@ -125,9 +158,9 @@ void CheckMemory(const HardwareSpec& spec, HardwareChecker& check) {
     check.Unused("memory.tensor_memory_bytes_per_sm", m.tensor_memory_bytes_per_sm(), "TPU");
     check.Unused("memory.l2_bytes", m.l2_bytes(), "TPU");
   } else if (spec.kind() == CHIP_KIND_GPU) {
-    check.Positive("memory.shared_memory_bytes_per_sm", m.shared_memory_bytes_per_sm());
-    check.Positive("memory.shared_memory_bytes_per_block", m.shared_memory_bytes_per_block());
-    check.Positive("memory.l2_bytes", m.l2_bytes());
+    check.Plausible("memory.shared_memory_bytes_per_sm", m.shared_memory_bytes_per_sm(), kBytes);
+    check.Plausible("memory.shared_memory_bytes_per_block", m.shared_memory_bytes_per_block(), kBytes);
+    check.Plausible("memory.l2_bytes", m.l2_bytes(), kBytes);
     if (m.shared_memory_bytes_per_block() > m.shared_memory_bytes_per_sm() &&
         m.shared_memory_bytes_per_sm() > 0) {
       check.Add(
@@ -161,10 +194,10 @@ void CheckDimension(const InterconnectDimension& dim, const std::string& path,
               absl::StrCat("expected <= max_size_chips (", dim.max_size_chips(), "); got ",
                            dim.size_chips()));
   }
-  check.Positive(path + ".link_bytes_per_second_per_direction",
-                 dim.link_bytes_per_second_per_direction());
-  check.Positive(path + ".links_per_chip", dim.links_per_chip());
-  check.NonNegative(path + ".latency_seconds", dim.latency_seconds());
+  check.Plausible(path + ".link_bytes_per_second_per_direction",
+                  dim.link_bytes_per_second_per_direction(), kBytesPerSecond);
+  check.Plausible(path + ".links_per_chip", dim.links_per_chip(), kCount);
+  check.OverheadSeconds(path + ".latency_seconds", dim.latency_seconds());
   check.NonNegative(path + ".wraparound_size_multiple_chips", dim.wraparound_size_multiple_chips());
   const bool torus = dim.kind() == DIMENSION_KIND_TORUS_AXIS;
   if (!torus && dim.wraparound()) {
@@ -215,10 +248,10 @@ void CheckInterconnect(const HardwareSpec& spec, HardwareChecker& check) {
                            "); got ", net.domain_max_chips()));
   }
   check.Positive("interconnect.chips_per_host", net.chips_per_host());
-  check.NonNegative("interconnect.scale_out_bytes_per_second_per_chip",
-                    net.scale_out_bytes_per_second_per_chip());
-  check.NonNegative("interconnect.scale_out_round_trip_seconds",
-                    net.scale_out_round_trip_seconds());
+  check.PlausibleOrUnset("interconnect.scale_out_bytes_per_second_per_chip",
+                         net.scale_out_bytes_per_second_per_chip(), kBytesPerSecond);
+  check.OverheadSeconds("interconnect.scale_out_round_trip_seconds",
+                        net.scale_out_round_trip_seconds());
 }
 
 void CheckEfficiency(const HardwareSpec& spec, HardwareChecker& check) {

@@ -1,9 +1,6 @@
 #include "sim/interp/npy.h"
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sim/util/file_io.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -197,9 +195,7 @@ absl::StatusOr<std::string> SerializeNpy(const Literal& literal) {
 
 absl::StatusOr<Literal> ReadNpyFile(const std::string& path,
                                     std::optional<PrimitiveType> expected_type) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": expected a readable file; got none"));
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  PERFSIM_ASSIGN_OR_RETURN(const std::string bytes, ReadRegularFile(path, kMaxNpyBytes));
   absl::StatusOr<Literal> literal = ParseNpy(bytes);
   if (!literal.ok()) return Annotate(literal.status(), path);
   if (!expected_type.has_value() || literal->shape().element_type() == *expected_type) {
@@ -220,11 +216,7 @@ absl::StatusOr<Literal> ReadNpyFile(const std::string& path,
 absl::Status WriteNpyFile(const std::string& path, const Literal& literal) {
   absl::StatusOr<std::string> bytes = SerializeNpy(literal);
   if (!bytes.ok()) return Annotate(bytes.status(), path);
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return absl::PermissionDeniedError(absl::StrCat(path, ": expected a writable file"));
-  file.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  if (!file) return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  return WriteFileAtomically(path, *bytes);
 }
 
 }  // namespace perfsim

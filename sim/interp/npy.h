@@ -13,6 +13,7 @@
 #ifndef PERFSIM_SIM_INTERP_NPY_H_
 #define PERFSIM_SIM_INTERP_NPY_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -29,8 +30,13 @@ absl::StatusOr<Literal> ParseNpy(absl::string_view bytes);
 // The .npy bytes of an array literal (format 1.0, or 2.0 when the header needs it).
 absl::StatusOr<std::string> SerializeNpy(const Literal& literal);
 
+// The largest .npy file ReadNpyFile reads: 4 GiB, more than the interpreter's default memory
+// budget, so an array it refuses could not have been run anyway.
+inline constexpr int64_t kMaxNpyBytes = int64_t{4} << 30;
+
 // File versions; errors are prefixed with the path. With `expected_type`, the result has that
-// element type (see the bit-pattern rule above) or the read fails.
+// element type (see the bit-pattern rule above) or the read fails. Only regular files are read
+// (a directory or /dev/zero is refused by name); WriteNpyFile replaces its file atomically.
 absl::StatusOr<Literal> ReadNpyFile(const std::string& path,
                                     std::optional<PrimitiveType> expected_type = std::nullopt);
 absl::Status WriteNpyFile(const std::string& path, const Literal& literal);

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sim/util/file_io.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -39,11 +38,9 @@ RoutingMatrix RoutingMatrix::RowPerSource(int64_t sources, int64_t experts) {
 namespace {
 
 absl::Status ReadFile(const std::string& path, RoutingSpec* spec) {
-  std::ifstream file(path);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the routing file"));
-  std::stringstream text;
-  text << file.rdbuf();
-  PERFSIM_ASSIGN_OR_RETURN(spec->file_weights, ParseRoutingFileText(text.str(), path));
+  // A routing file is one line per source device; 64 MiB is far past any real one.
+  PERFSIM_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, int64_t{64} << 20));
+  PERFSIM_ASSIGN_OR_RETURN(spec->file_weights, ParseRoutingFileText(text, path));
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -559,6 +560,18 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
     result.op_info.reserve(num_ops);
     for (int64_t i = 0; i < num_ops; ++i) result.op_info.push_back(data.ops[i].info);
     result.schedule = std::move(schedule);
+  }
+  // Never output a number that is not one: each op's time is checked as it is costed, so a
+  // non-finite total means sums past the range of a double, from sizes or rates the input set.
+  for (const auto& [what, value] :
+       {std::pair<const char*, double>{"step time", result.step_seconds},
+        {"HBM per device", result.memory.total},
+        {"model flops per device", result.model_flops_per_device}}) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "predict: expected a finite ", what, "; got ", value,
+          " (the scenario's sizes or the chip's rates are out of range)"));
+    }
   }
   return result;
 }

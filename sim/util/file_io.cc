@@ -27,9 +27,12 @@ std::string KindOf(mode_t mode) {
 
 absl::Status TooLarge(absl::string_view name, int64_t max_bytes, int64_t got_bytes,
                       bool at_least) {
-  return absl::InvalidArgumentError(absl::StrCat(name, ": expected at most ", max_bytes,
-                                                 " bytes (", InputLimitText(max_bytes), "); got ",
-                                                 at_least ? "more" : absl::StrCat(got_bytes)));
+  const std::string in_words = InputLimitText(max_bytes);
+  const std::string limit = absl::StrCat(max_bytes, " bytes");
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, ": expected at most ", limit,
+                   in_words == limit ? "" : absl::StrCat(" (", in_words, ")"), "; got ",
+                   at_least ? "more" : absl::StrCat(got_bytes)));
 }
 
 // Writes all of `data` to `fd`, retrying short writes and EINTR.

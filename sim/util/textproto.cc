@@ -1,8 +1,6 @@
 #include "sim/util/textproto.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "sim/util/file_io.h"
 
 namespace perfsim {
 namespace {
@@ -289,12 +288,8 @@ bool LooksLikeTextProtoPath(absl::string_view name_or_path) {
 }
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  if (file.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return buffer.str();
+  // Descriptions are a few kB; 16 MiB refuses a wrong path (a dump, /dev/zero) at once.
+  return ReadRegularFile(path, int64_t{16} << 20);
 }
 
 }  // namespace perfsim

@@ -111,7 +111,8 @@ const EmbeddedTextProto* FindEmbeddedTextProto(absl::Span<const EmbeddedTextProt
 // or ends in ".textproto".
 bool LooksLikeTextProtoPath(absl::string_view name_or_path);
 
-// Reads a whole file. NotFound naming the path when it cannot be opened.
+// Reads a whole regular file of at most 16 MiB. NotFound naming the path when it cannot be
+// opened; InvalidArgument for a directory, a device or a larger file (sim/util/file_io.h).
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace perfsim

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -256,6 +257,35 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
       RunCli({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", empty.string()});
   EXPECT_EQ(missing.code, 2);
   EXPECT_THAT(missing.err, HasSubstr("cannot open"));
+}
+
+TEST(CalibrateCli, WriteIsAllOrNothingWhenALaterFileIsInvalid) {
+  // The calibration rows are on four chips, written in name order. The last one's file is
+  // broken: once the first three were rewritten before the fourth failed; now none is.
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "perfsim_calibrate_all_or_nothing";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::map<std::string, std::string> before;
+  for (const char* chip : {"gpu_h100", "gpu_h800", "tpu_v5e"}) {
+    const std::filesystem::path to = dir / absl::StrCat(chip, ".textproto");
+    std::filesystem::copy_file(
+        std::filesystem::path(PERFSIM_SOURCE_DIR) / "hardware" / absl::StrCat(chip, ".textproto"),
+        to);
+    before[to.string()] = ReadFileOrDie(to.string());
+  }
+  const std::string broken = (dir / "tpu_v7x.textproto").string();
+  std::ofstream(broken) << "name: \"tpu_v7x\"\nkind: CHIP_KIND_TPU\n";  // no rates at all
+  before[broken] = ReadFileOrDie(broken);
+  const CliResult r =
+      RunCli({"calibrate", CalibrationCsvPath(), "--write", "--hardware-dir", dir.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(broken));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("wrote ")));
+  for (const auto& [path, text] : before) EXPECT_EQ(ReadFileOrDie(path), text) << path;
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 4);  // no temporaries left behind
 }
 
 }  // namespace
