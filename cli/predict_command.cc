@@ -101,6 +101,12 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
     if (!parsed.ok()) return ReportStatus(parsed.status(), io);
     trace_devices = *parsed;
   }
+  if (flags->Has("trace")) {
+    // Refuse a trace that cannot be written before predicting, not after.
+    if (absl::Status s = CheckWritablePath(flags->Get("trace")); !s.ok()) {
+      return ReportStatus(Annotate(s, "--trace"), io);
+    }
+  }
   absl::StatusOr<Prediction> prediction = Predict(options);
   if (!prediction.ok()) return ReportStatus(prediction.status(), io);
   if (flags->Has("trace")) {

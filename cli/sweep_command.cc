@@ -235,6 +235,11 @@ absl::StatusOr<OutputOptions> OutputFromFlags(const ParsedFlags& flags) {
     }
   }
   o.csv = flags.Get("csv");
+  // Refuse an output that cannot be written before the evaluation, not after it.
+  if (!o.csv.empty()) PERFSIM_RETURN_IF_ERROR(Annotate(CheckWritablePath(o.csv), "--csv"));
+  if (flags.Has("out")) {
+    PERFSIM_RETURN_IF_ERROR(Annotate(CheckWritablePath(flags.Get("out")), "--out"));
+  }
   return o;
 }
 

@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 limit=(-runs="${1:-1000000}")
 what="${1:-1000000} runs"
 if [[ "${1:-}" == "--seconds" ]]; then
-  limit=(-max_total_time="${2:?--seconds needs a number}")
+  # A fixed seed, so that a CI failure is a regression of the code, not the luck of the run.
+  limit=(-max_total_time="${2:?--seconds needs a number}" -seed=1)
   what="${2} s"
 fi
 targets=(hlo_parser textproto csv routing npy sweep cli)
