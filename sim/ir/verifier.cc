@@ -4,11 +4,16 @@
 // that an error is reported where it originates.
 #include "sim/ir/verifier.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "sim/ir/shape_inference.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -166,7 +171,82 @@ absl::Status CheckShape(const Instruction& instruction) {
   return absl::OkStatus();
 }
 
+// The longest call chain below each computation, found in one pass over the computations
+// ordered callees first (no recursion: the chain's length comes from the input).
+struct CallChains {
+  struct Link {
+    int64_t depth = 1;  // computations on the longest chain starting here
+    const Computation* deepest_callee = nullptr;
+    // Instructions a walk from here visits when every call is expanded (saturating).
+    int64_t expanded_instructions = 0;
+  };
+  absl::flat_hash_map<const Computation*, Link> links;
+  const Computation* top = nullptr;  // where the longest chain starts
+  int64_t depth = 0;
+  int64_t expanded_instructions = 0;  // the most below any computation
+};
+
+absl::StatusOr<CallChains> LongestCallChains(const Module& module) {
+  PERFSIM_ASSIGN_OR_RETURN(std::vector<Computation*> order, module.ComputationPostOrder());
+  CallChains chains;
+  for (const Computation* computation : order) {
+    CallChains::Link link;
+    link.expanded_instructions = computation->instruction_count();
+    for (const auto& instruction : computation->instructions()) {
+      for (const Computation* callee : instruction->called_computations()) {
+        auto it = chains.links.find(callee);
+        if (it == chains.links.end()) continue;
+        if (it->second.depth + 1 > link.depth) {
+          link.depth = it->second.depth + 1;
+          link.deepest_callee = callee;
+        }
+        if (!TryAdd(link.expanded_instructions, it->second.expanded_instructions,
+                    &link.expanded_instructions)) {
+          link.expanded_instructions = kInt64Max;
+        }
+      }
+    }
+    chains.links[computation] = link;
+    chains.expanded_instructions =
+        std::max(chains.expanded_instructions, link.expanded_instructions);
+    if (link.depth > chains.depth) {
+      chains.depth = link.depth;
+      chains.top = computation;
+    }
+  }
+  return chains;
+}
+
 }  // namespace
+
+absl::StatusOr<int64_t> CallDepth(const Module& module) {
+  PERFSIM_ASSIGN_OR_RETURN(CallChains chains, LongestCallChains(module));
+  return chains.depth;
+}
+
+absl::Status CheckCallDepth(const Module& module) {
+  PERFSIM_ASSIGN_OR_RETURN(CallChains chains, LongestCallChains(module));
+  if (chains.depth <= kMaxCallDepth) return absl::OkStatus();
+  std::vector<std::string> chain;
+  for (const Computation* c = chains.top; c != nullptr && chain.size() < 4;
+       c = chains.links.at(c).deepest_callee) {
+    chain.push_back(c->name());
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "module ", module.name(), ": expected calls nested at most ", kMaxCallDepth,
+      " deep; got ", chains.depth, " (", absl::StrJoin(chain, " > "), " > ...)"));
+}
+
+absl::Status CheckCallExpansion(const Module& module) {
+  PERFSIM_ASSIGN_OR_RETURN(CallChains chains, LongestCallChains(module));
+  if (chains.expanded_instructions <= kMaxExpandedInstructions) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "module ", module.name(), ": expected at most ", kMaxExpandedInstructions,
+      " instructions with every call expanded; got ",
+      chains.expanded_instructions == kInt64Max ? std::string("more than 2^63")
+                                                : absl::StrCat(chains.expanded_instructions),
+      " (computations called from many sites, nested)"));
+}
 
 absl::Status VerifyModule(const Module& module) {
   if (module.entry() == nullptr) {
@@ -201,6 +281,9 @@ absl::Status VerifyModule(const Module& module) {
   }
   PERFSIM_ASSIGN_OR_RETURN(std::vector<Computation*> computation_order,
                            module.ComputationPostOrder());
+  // Before shape inference: consumers walk the call graph recursively.
+  PERFSIM_RETURN_IF_ERROR(CheckCallDepth(module));
+  PERFSIM_RETURN_IF_ERROR(CheckCallExpansion(module));
   for (const Computation* computation : computation_order) {
     for (const Instruction* instruction : instruction_orders[order_index.at(computation)]) {
       PERFSIM_RETURN_IF_ERROR(CheckShape(*instruction));

@@ -4,12 +4,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/ir/hlo_parser.h"
 #include "sim/util/status_matchers.h"
+#include "tests/ir/generated_hlo.h"
 #include "tests/ir/test_builder.h"
 
 namespace perfsim {
 namespace {
 
+using ::perfsim::testing::CallChainHlo;
+using ::perfsim::testing::CallFanOutHlo;
 using ::perfsim::testing::HloBuilder;
 using ::perfsim::testing::IsOk;
 using ::perfsim::testing::StatusIs;
@@ -30,6 +34,52 @@ void BuildReduceModule(TestModule& m, absl::string_view declared = "f32[8]") {
   Instruction* r = b.Add(Opcode::kReduce, declared, {x, zero}, "r");
   r->mutable_attributes()->dimensions = std::vector<int64_t>{1};
   r->set_to_apply(add);
+}
+
+TEST(Verifier, CallDepthIsTheLongestChainOfComputations) {
+  for (int64_t depth : {1, 2, 7, 300}) {
+    absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(CallChainHlo(depth));
+    ASSERT_TRUE(m.ok()) << m.status();
+    absl::StatusOr<int64_t> got = CallDepth(**m);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, depth);
+  }
+}
+
+TEST(Verifier, AcceptsCallsNestedUpToTheLimit) {
+  absl::StatusOr<std::unique_ptr<Module>> m =
+      ParseHloModule(CallChainHlo(kMaxCallDepth));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(VerifyModule(**m), IsOk());
+}
+
+TEST(Verifier, RejectsCallsNestedBeyondTheLimitNamingTheDepthAndTheChain) {
+  // 5,000 nested calls overflowed the stack of `perfsim cost`; the verifier measures the depth
+  // without recursion and refuses it before any consumer walks the calls.
+  absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(CallChainHlo(5000));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(VerifyModule(**m),
+              FailsWith("module chain: expected calls nested at most 256 deep; got 5000 "
+                        "(main > c1 > c2 > c3 > ...)"));
+  absl::StatusOr<std::unique_ptr<Module>> one_more =
+      ParseHloModule(CallChainHlo(kMaxCallDepth + 1));
+  ASSERT_TRUE(one_more.ok()) << one_more.status();
+  EXPECT_THAT(CheckCallDepth(**one_more), FailsWith("at most 256 deep; got 257"));
+}
+
+TEST(Verifier, RejectsCallsThatExpandExponentially) {
+  // Each level calls the next twice: 102 computations, about 5 * 2^100 instructions expanded.
+  // Cost's walk over the calls would never end.
+  absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(CallFanOutHlo(100));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(VerifyModule(**m),
+              FailsWith("module fan: expected at most 100000000 instructions with every call "
+                        "expanded; got more than 2^63"));
+  // Ten levels expand to 2 + (5 * 2^10 - 3) = 5119 instructions (f_i has 3 of its own and
+  // twice f_(i-1)'s; f0 has 2): fine.
+  absl::StatusOr<std::unique_ptr<Module>> small = ParseHloModule(CallFanOutHlo(10));
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_THAT(VerifyModule(**small), IsOk());
 }
 
 TEST(Verifier, AcceptsWellFormedModule) {
