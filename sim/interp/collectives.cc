@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "sim/interp/array_util.h"
 #include "sim/interp/evaluator.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -161,7 +162,9 @@ absl::StatusOr<Value> AllGather(DeviceEvaluator& ev, const Instruction& instruct
           absl::StrCat("expected a dimension of ", in_shape.ToString(false), "; got ", dim));
     }
     std::vector<int64_t> dims = in_shape.dimensions();
-    dims[dim] *= static_cast<int64_t>(group.size());
+    PERFSIM_ASSIGN_OR_RETURN(dims[dim], CheckedMul(absl::StrCat("all-gather dimension ", dim,
+                                                                " size * group size"),
+                                                   dims[dim], static_cast<int64_t>(group.size())));
     PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
                              ev.Allocate(Shape::Array(in_shape.element_type(), dims)));
     for (size_t j = 0; j < all.size(); ++j) {
@@ -314,6 +317,13 @@ absl::StatusOr<Value> RaggedAllToAll(DeviceEvaluator& ev, const Instruction& ins
         absl::StrCat("expected offsets and sizes with a multiple of the group size ", n,
                      " elements; got ", metadata_count));
   }
+  for (int64_t k = 3; k < 6; ++k) {
+    if (operands[k]->array().element_count() != metadata_count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "expected offsets and sizes of ", metadata_count, " elements each; got operand ", k,
+          " ", operands[k]->array_shape().ToString(false)));
+    }
+  }
   const int64_t updates = metadata_count / n;
   const int64_t out_rows = out_shape.dimensions(0);
   const int64_t out_row_bytes =
@@ -351,13 +361,15 @@ absl::StatusOr<Value> RaggedAllToAll(DeviceEvaluator& ev, const Instruction& ins
             absl::StrCat(which, ": expected recv_sizes[", s * updates + u, "] = ", expected,
                          " to equal the sender's send_sizes[", index, "]; got ", size));
       }
-      if (size < 0 || in_offset < 0 || in_offset + size > in_rows || out_offset < 0 ||
-          out_offset + size > out_rows) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(which, ": expected input rows [", in_offset, ", ", in_offset + size,
-                         ") within [0, ", in_rows, ") and output rows [", out_offset, ", ",
-                         out_offset + size, ") within [0, ", out_rows, "); got out of range"));
-      }
+      // Offsets and sizes are data (s32 or s64): their sum is checked without overflow, or an
+      // s64 offset near the int64 limit would wrap past the bound and copy outside the buffers.
+      PERFSIM_RETURN_IF_ERROR(CheckRange(
+          absl::StrCat(which, ": input rows input_offsets[", index, "] + send_sizes[", index, "]"),
+          in_offset, size, in_rows));
+      PERFSIM_RETURN_IF_ERROR(CheckRange(
+          absl::StrCat(which, ": output rows output_offsets[", index, "] + send_sizes[", index,
+                       "]"),
+          out_offset, size, out_rows));
       std::memcpy(dst + out_offset * out_row_bytes, input.data().data() + in_offset * out_row_bytes,
                   size * out_row_bytes);
     }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "sim/interp/dot_kernel.h"
 #include "sim/interp/dot_util.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -199,7 +200,12 @@ absl::StatusOr<std::vector<int64_t>> GroupStarts(const Literal& group_sizes, int
       return absl::InvalidArgumentError(
           absl::StrCat("expected non-negative group sizes; got group_sizes[", g, "] = ", size));
     }
-    starts.push_back(starts.back() + size);
+    // Sizes are data: an s64 size near the int64 limit must not wrap the running total
+    // below m and pass the check after the loop.
+    PERFSIM_ASSIGN_OR_RETURN(
+        const int64_t end,
+        CheckedAdd(absl::StrCat("group_sizes[0..", g, "] sum"), starts.back(), size));
+    starts.push_back(end);
   }
   if (starts.back() > m) {
     return absl::InvalidArgumentError(
@@ -254,8 +260,9 @@ absl::StatusOr<Value> Gmm(DeviceEvaluator& ev, const Instruction& instruction,
   std::vector<C> c(static_cast<size_t>(m * n), C(0));
   std::vector<bool> written(m, false);
   for (int64_t local = 0; local < local_groups; ++local) {
-    const int64_t g = config.group_offset + local;
-    if (g < 0 || g >= total_groups) continue;
+    // group_offset is data: an offset near the int64 limit skips the group, never wraps.
+    int64_t g = 0;
+    if (!TryAdd(config.group_offset, local, &g) || g < 0 || g >= total_groups) continue;
     const int64_t r0 = starts[g];
     const int64_t rows = starts[g + 1] - r0;
     MatMulAccumulate<C>(a.data() + r0 * k, k, b.data() + local * k * n, n, c.data() + r0 * n, n,
@@ -308,8 +315,11 @@ absl::StatusOr<Value> Tgmm(DeviceEvaluator& ev, const Instruction& instruction,
   PERFSIM_RETURN_IF_ERROR(ToAccumulator(rhs, &b));
   std::vector<C> c(static_cast<size_t>(local_groups * k * n), C(0));
   for (int64_t local = 0; local < local_groups; ++local) {
-    const int64_t g = config.group_offset + local;
-    if (g < 0 || g >= total_groups) continue;  // no rows: stays zero
+    // group_offset is data: an offset near the int64 limit skips the group, never wraps.
+    int64_t g = 0;
+    if (!TryAdd(config.group_offset, local, &g) || g < 0 || g >= total_groups) {
+      continue;  // no rows: stays zero
+    }
     const int64_t r0 = starts[g];
     const int64_t rows = starts[g + 1] - r0;
     // dw[local] = lhs[:, r0:r0+rows] @ rhs[r0:r0+rows, :].
@@ -495,8 +505,9 @@ absl::StatusOr<Value> FusedFfn(DeviceEvaluator& ev, const Instruction& instructi
   std::vector<C> c(static_cast<size_t>(m * d), C(0));
   std::vector<bool> written(m, false);
   for (int64_t local = 0; local < local_groups; ++local) {
-    const int64_t g = config.group_offset + local;
-    if (g < 0 || g >= total_groups) continue;
+    // group_offset is data: an offset near the int64 limit skips the group, never wraps.
+    int64_t g = 0;
+    if (!TryAdd(config.group_offset, local, &g) || g < 0 || g >= total_groups) continue;
     const int64_t r0 = starts[g];
     const int64_t rows = starts[g + 1] - r0;
     if (rows == 0) continue;

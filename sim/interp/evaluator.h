@@ -23,6 +23,8 @@
 #include "sim/interp/scalar_ops.h"
 #include "sim/interp/value.h"
 #include "sim/ir/instruction.h"
+#include "sim/ir/shape.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace interp {
@@ -67,9 +69,11 @@ class DeviceEvaluator {
   // Runs `computation` with `args` bound to its parameters.
   absl::StatusOr<Value> Evaluate(const Computation& computation, absl::Span<const Value> args);
 
-  // A zero-filled buffer, counted by the run's BufferCounter. (Never fails today; the
-  // StatusOr keeps call sites ready for allocation errors.)
+  // A zero-filled buffer, counted by the run's BufferCounter. Fails on a shape whose element
+  // count or byte size overflows int64 (ValidateShape): shapes computed at run time from
+  // group sizes or data must not wrap into a small allocation that is then written past.
   absl::StatusOr<std::shared_ptr<Literal>> Allocate(const Shape& shape) {
+    PERFSIM_RETURN_IF_ERROR(ValidateShape(shape));
     return run_.buffers->Allocate(shape);
   }
   // A buffer of `shape` holding the poison pattern (NaN / kPoisonInteger / true).

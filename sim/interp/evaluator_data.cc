@@ -16,6 +16,7 @@
 #include "sim/interp/array_util.h"
 #include "sim/interp/element_types.h"
 #include "sim/interp/evaluator.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -276,12 +277,18 @@ absl::StatusOr<Value> EvalScatter(DeviceEvaluator& ev, const Instruction& instru
       start[dn.input_batching_dims[i]] =
           point[BatchPosition(space, dn.scatter_indices_batching_dims[i])];
     }
+    // Indices are data: start + extent is checked without overflow (an s64 index near the
+    // int64 limit must drop the window, not wrap into the operand), and the offset is only
+    // formed for a window inside the operand.
     bool in_bounds = true;
-    int64_t o_base = 0;
     for (int64_t d = 0; d < os.rank(); ++d) {
-      if (start[d] < 0 || start[d] + extent[d] > os.dimensions(d)) in_bounds = false;
-      o_base += start[d] * op_strides[d];
+      int64_t end = 0;
+      if (start[d] < 0 || !TryAdd(start[d], extent[d], &end) || end > os.dimensions(d)) {
+        in_bounds = false;
+      }
     }
+    int64_t o_base = 0;
+    for (int64_t d = 0; in_bounds && d < os.rank(); ++d) o_base += start[d] * op_strides[d];
     if (in_bounds) {
       int64_t u_base = 0;
       for (size_t j = 0; j < point.size(); ++j)

@@ -19,6 +19,7 @@
 #include "sim/interp/dot_kernel.h"
 #include "sim/interp/dot_util.h"
 #include "sim/interp/evaluator.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -149,7 +150,11 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> GroupSizeTable(const Literal& 
         return absl::InvalidArgumentError(
             absl::StrCat("expected non-negative group sizes; got group_sizes[", g, "] = ", size));
       }
-      total += size;
+      // Sizes are data: an s64 size near the int64 limit must not wrap the total below the
+      // ragged dimension and pass the check after the loop.
+      PERFSIM_ASSIGN_OR_RETURN(total,
+                               CheckedAdd(absl::StrCat("group_sizes sum up to group ", g), total,
+                                          size));
       table[b][g] = size;
     }
     if (total > ragged_size) {

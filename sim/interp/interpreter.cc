@@ -10,6 +10,7 @@
 #include "sim/interp/evaluator.h"
 #include "sim/interp/memory_plan.h"
 #include "sim/interp/value.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -58,7 +59,9 @@ absl::Status FirstRootCause(const std::vector<absl::StatusOr<Value>>& results) {
 
 int64_t EntryParameterBytes(const Computation& entry) {
   int64_t bytes = 0;
-  for (const Instruction* parameter : entry.parameters()) bytes += parameter->shape().ByteSize();
+  for (const Instruction* parameter : entry.parameters()) {
+    bytes = SaturatingAdd(bytes, parameter->shape().ByteSize());
+  }
   return bytes;
 }
 
@@ -69,11 +72,14 @@ absl::StatusOr<MemoryNeed> NeedFromPlans(const Module& module, const RunContext&
                            interp::PlanDeviceMemory(module, run.plans, num_devices));
   MemoryNeed need;
   need.num_devices = num_devices;
-  need.input_bytes = input_sets * EntryParameterBytes(*module.entry());
+  // Saturating (sim/util/checked_math.h): a need beyond int64 is kInt64Max, which
+  // CheckMemoryBudget refuses whatever the budget, never a wrapped small number.
+  need.input_bytes = SaturatingMul(input_sets, EntryParameterBytes(*module.entry()));
   need.device_bytes = plan.peak_bytes;
   need.constant_bytes = plan.constant_bytes;
   need.peak_at = plan.peak_at;
-  need.total_bytes = need.input_bytes + num_devices * need.device_bytes;
+  need.total_bytes =
+      SaturatingAdd(need.input_bytes, SaturatingMul(num_devices, need.device_bytes));
   if (constants != nullptr) *constants = std::move(plan.constants);
   return need;
 }
@@ -91,11 +97,16 @@ absl::StatusOr<MemoryNeed> ComputeMemoryNeed(const Module& module, int64_t num_d
 }
 
 absl::Status CheckMemoryBudget(const MemoryNeed& need, int64_t budget_bytes) {
-  if (need.total_bytes <= budget_bytes) return absl::OkStatus();
+  if (need.total_bytes <= budget_bytes && need.total_bytes < kInt64Max) return absl::OkStatus();
+  auto bytes = [](int64_t n) {
+    return n == kInt64Max ? absl::StrCat("at least ", n, " (int64's limit)") : absl::StrCat(n);
+  };
   return absl::ResourceExhaustedError(absl::StrCat(
-      "memory budget: the run needs ", need.total_bytes, " bytes (inputs ", need.input_bytes,
+      "memory budget: the run needs ", bytes(need.total_bytes), " bytes (inputs ",
+      bytes(need.input_bytes),
       " + ", need.num_devices, need.num_devices == 1 ? " device x " : " devices x ",
-      need.device_bytes, need.num_devices == 1 ? ", peaking at " : ", each device peaking at ",
+      bytes(need.device_bytes),
+      need.num_devices == 1 ? ", peaking at " : ", each device peaking at ",
       need.peak_at.empty() ? std::string("its start") : need.peak_at, "); budget ",
       budget_bytes, " bytes: expected a need within the budget (raise it to run this module)"));
 }

@@ -2,6 +2,11 @@
 // parameters' array leaves first (owned by the caller, so 0 bytes here), then every buffer an
 // instruction makes. A value is the list of buffer numbers of its array leaves in depth-first
 // order of its declared shape; a reference count per buffer gives the live bytes.
+//
+// Every sum of bytes saturates at kInt64Max (SaturatingAdd): each buffer's size fits int64
+// (ValidateShape), but a program can hold more of them at once than int64 counts, and a
+// wrapped sum would be small and pass the budget. A saturated sum is a real lower bound of
+// the need, so reporting kInt64Max is exact enough to refuse it.
 #include "sim/interp/memory_plan.h"
 
 #include <algorithm>
@@ -12,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sim/interp/custom_calls.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -24,7 +30,7 @@ int64_t LeafCount(const Shape& shape) {
   if (shape.IsArray()) return 1;
   if (!shape.IsTuple()) return 0;  // token, opaque
   int64_t count = 0;
-  for (const Shape& s : shape.tuple_shapes()) count += LeafCount(s);
+  for (const Shape& s : shape.tuple_shapes()) count += LeafCount(s);  // leaves, not bytes
   return count;
 }
 
@@ -87,12 +93,13 @@ class Planner {
     }
     void Hold(const Leaves& leaves) {
       for (int32_t id : leaves) {
-        if (refs[id]++ == 0) live += buffer_bytes[id];
+        if (refs[id]++ == 0) live = SaturatingAdd(live, buffer_bytes[id]);
       }
     }
     void Drop(const Leaves& leaves) {
       for (int32_t id : leaves) {
-        if (--refs[id] == 0) live -= buffer_bytes[id];
+        // Never below 0, also after a saturated Hold (live >= 0, so no overflow).
+        if (--refs[id] == 0) live = std::max<int64_t>(0, live - buffer_bytes[id]);
       }
     }
   };
@@ -105,7 +112,7 @@ class Planner {
     Step step;
     for (int64_t bytes : LeafBytes(shape)) {
       step.leaves.push_back(walk.NewBuffer(bytes));
-      step.running_bytes += bytes;
+      step.running_bytes = SaturatingAdd(step.running_bytes, bytes);
     }
     return step;
   }
@@ -152,7 +159,8 @@ class Planner {
     int64_t bytes = 0;
     for (const Computation* c : instruction.called_computations()) {
       PERFSIM_ASSIGN_OR_RETURN(const Summary* s, Summarize(*c));
-      bytes += s->parameter_bytes + s->root_bytes + s->peak_bytes;
+      bytes = SaturatingAdd(bytes, SaturatingAdd(s->parameter_bytes,
+                                                 SaturatingAdd(s->root_bytes, s->peak_bytes)));
     }
     return bytes;
   }
@@ -182,7 +190,7 @@ absl::StatusOr<const Summary*> Planner::Summarize(const Computation& computation
     if (parameter == nullptr) continue;
     for (int64_t bytes : LeafBytes(parameter->shape())) {
       parameter_leaves[p].push_back(walk.NewBuffer(0));
-      summary->parameter_bytes += bytes;
+      summary->parameter_bytes = SaturatingAdd(summary->parameter_bytes, bytes);
     }
   }
   const int32_t parameter_buffers = static_cast<int32_t>(walk.buffer_bytes.size());
@@ -196,8 +204,9 @@ absl::StatusOr<const Summary*> Planner::Summarize(const Computation& computation
     for (int32_t s : plan.operand_slots[i]) ops.push_back(&slots[s]);
     absl::StatusOr<Step> step = Model(instruction, ops, parameter_leaves, walk);
     if (!step.ok()) return Annotate(step.status(), instruction.name());
-    if (walk.live + step->running_bytes > summary->peak_bytes) {
-      summary->peak_bytes = walk.live + step->running_bytes;
+    const int64_t running = SaturatingAdd(walk.live, step->running_bytes);
+    if (running > summary->peak_bytes) {
+      summary->peak_bytes = running;
       summary->peak_path = {&instruction};
       summary->peak_path.insert(summary->peak_path.end(), step->inner_path.begin(),
                                 step->inner_path.end());
@@ -216,7 +225,9 @@ absl::StatusOr<const Summary*> Planner::Summarize(const Computation& computation
   for (int32_t id : slots[plan.root_slot]) {
     summary->root_param_leaf.push_back(id < parameter_buffers ? id : -1);
   }
-  for (int64_t bytes : LeafBytes(computation.root()->shape())) summary->root_bytes += bytes;
+  for (int64_t bytes : LeafBytes(computation.root()->shape())) {
+    summary->root_bytes = SaturatingAdd(summary->root_bytes, bytes);
+  }
   const Summary* result = summary.get();
   summaries_.emplace(&computation, std::move(summary));
   return result;
@@ -252,7 +263,8 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
   auto fresh_with_calls = [&](int64_t extra_bytes) -> absl::StatusOr<Step> {
     Step step = Fresh(shape, walk);
     PERFSIM_ASSIGN_OR_RETURN(const int64_t call_bytes, PerElementCallBytes(instruction));
-    step.running_bytes += call_bytes + extra_bytes;
+    step.running_bytes =
+        SaturatingAdd(step.running_bytes, SaturatingAdd(call_bytes, extra_bytes));
     return step;
   };
 
@@ -266,7 +278,7 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
       // Alive for the whole run, counted once per device in constant_bytes.
       if (constants_seen_.insert(&instruction).second) {
         constants_.push_back(&instruction);
-        constant_bytes_ += shape.ByteSize();
+        constant_bytes_ = SaturatingAdd(constant_bytes_, shape.ByteSize());
       }
       Step step;
       for (int64_t l = 0; l < LeafCount(shape); ++l) step.leaves.push_back(walk.NewBuffer(0));
@@ -339,7 +351,7 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
       for (int64_t i = 2; i < shape.tuple_size(); ++i) {
         const Step context = Fresh(shape.tuple_shapes(i), walk);
         step.leaves.insert(step.leaves.end(), context.leaves.begin(), context.leaves.end());
-        step.running_bytes += context.running_bytes;
+        step.running_bytes = SaturatingAdd(step.running_bytes, context.running_bytes);
       }
       return step;
     }
@@ -362,11 +374,11 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
           step.leaves.push_back((*ops[0])[l]);
         } else {
           step.leaves.push_back(walk.NewBuffer(bytes[l]));
-          carried_bytes += bytes[l];
+          carried_bytes = SaturatingAdd(carried_bytes, bytes[l]);
         }
       }
       const Summary* larger = body->peak_bytes >= condition->peak_bytes ? body : condition;
-      step.running_bytes = carried_bytes + larger->peak_bytes;
+      step.running_bytes = SaturatingAdd(carried_bytes, larger->peak_bytes);
       step.inner_path = larger->peak_path;
       return step;
     }
@@ -403,7 +415,8 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
       if (shape.IsTuple() && shape.tuple_size() >= 2 &&
           n == LeafCount(shape.tuple_shapes(0))) {
         for (int64_t l = 0; l < n; ++l) {
-          step.running_bytes -= walk.buffer_bytes[step.leaves[l]];
+          step.running_bytes =
+              std::max<int64_t>(0, step.running_bytes - walk.buffer_bytes[step.leaves[l]]);
           step.leaves[l] = (*ops[0])[l];
         }
       }
@@ -435,7 +448,9 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
         if (attrs.replica_groups.has_value() && !attrs.replica_groups->groups.empty()) {
           group = static_cast<int64_t>(attrs.replica_groups->groups[0].size());
         }
-        step.running_bytes += instruction.operand(0)->shape().ByteSize() / std::max<int64_t>(1, group);
+        step.running_bytes =
+            SaturatingAdd(step.running_bytes, instruction.operand(0)->shape().ByteSize() /
+                                                  std::max<int64_t>(1, group));
       }
       return step;
     }
@@ -537,7 +552,7 @@ absl::StatusOr<DeviceMemoryPlan> PlanDeviceMemory(
   PERFSIM_ASSIGN_OR_RETURN(const Summary* summary, planner.Summarize(*entry));
   DeviceMemoryPlan plan;
   plan.constant_bytes = planner.constant_bytes();
-  plan.peak_bytes = plan.constant_bytes + summary->peak_bytes;
+  plan.peak_bytes = SaturatingAdd(plan.constant_bytes, summary->peak_bytes);
   std::vector<std::string> names;
   for (const Instruction* i : summary->peak_path) names.push_back(i->name());
   plan.peak_at = absl::StrJoin(names, " > ");

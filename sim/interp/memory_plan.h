@@ -43,7 +43,8 @@ namespace interp {
 
 struct DeviceMemoryPlan {
   // One device's constants plus the peak of its live buffers, inputs (entry parameters) not
-  // included.
+  // included. Both saturate at kInt64Max (sim/util/checked_math.h): a program that holds more
+  // than int64 bytes at once reports kInt64Max, never a wrapped small number.
   int64_t peak_bytes = 0;
   int64_t constant_bytes = 0;
   // The instruction running at the peak, through the calls that lead to it:

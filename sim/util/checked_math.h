@@ -34,6 +34,18 @@ inline bool TryAdd(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_o
 inline bool TrySub(int64_t a, int64_t b, int64_t* out) { return !__builtin_sub_overflow(a, b, out); }
 inline bool TryMul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 
+// a + b and a * b for non-negative a and b, saturating at kInt64Max instead of wrapping: for
+// totals that are compared with a limit (a memory plan against its budget), where "at least
+// kInt64Max" is as good as the exact sum for refusing it.
+inline int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return TryAdd(a, b, &out) ? out : kInt64Max;
+}
+inline int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return TryMul(a, b, &out) ? out : kInt64Max;
+}
+
 // `what` names the quantity in the message ("tokens = batch * seq", "bytes of f32[...]").
 inline absl::StatusOr<int64_t> CheckedAdd(absl::string_view what, int64_t a, int64_t b) {
   int64_t out = 0;

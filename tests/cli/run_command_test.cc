@@ -4,8 +4,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -349,6 +351,86 @@ ENTRY main {
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_THAT(r.err, HasSubstr("the run needs 17179869184 bytes (inputs 8589934592 + 1 device x "
                                "8589934592, peaking at n); budget 4294967296 bytes"));
+}
+
+TEST(RunCommandErrors, MemoryNeedBeyondInt64IsRefusedNotWrappedIntoAnyBudget) {
+  // f32[2305843009213693951] is 2^63 - 4 bytes and fits int64; with the 4-byte input the need
+  // is 2^63 bytes, one past int64. Wrapped, the need was negative, passed --memory-budget 1
+  // and the run died of std::bad_alloc; saturated, it is refused with need vs budget.
+  CliResult r = RunCli({"run", "-", "--memory-budget", "1"}, R"(HloModule huge_need
+
+ENTRY main {
+  x = f32[] parameter(0)
+  ROOT a = f32[2305843009213693951] broadcast(x), dimensions={}
+}
+)");
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("memory budget: the run needs at least 9223372036854775807 "
+                               "(int64's limit) bytes (inputs 4 + 1 device x "
+                               "9223372036854775804, peaking at a); budget 1 bytes"));
+}
+
+// A ragged-all-to-all over two devices whose s64 offsets come from the module (constants) or,
+// with `from_inputs`, from .npy files: one f32[3] row (12 bytes) each way.
+std::string RaggedAllToAllModule(bool from_inputs, const std::string& input_offset,
+                                 const std::string& output_offset) {
+  auto offsets = [&](const std::string& name, int number, const std::string& value) {
+    return from_inputs ? absl::StrCat("  ", name, " = s64[2] parameter(", number, ")\n")
+                       : absl::StrCat("  ", name, " = s64[2] constant({", value, ", ", value,
+                                      "})\n");
+  };
+  return absl::StrCat("HloModule ragged_wrap\n\nENTRY main {\n",
+                      "  input = f32[4,3] parameter(0)\n", "  output = f32[4,3] parameter(1)\n",
+                      offsets("input_offsets", 2, input_offset), offsets("send_sizes", 3, "1"),
+                      offsets("output_offsets", 4, output_offset), offsets("recv_sizes", 5, "1"),
+                      "  ROOT r = f32[4,3] ragged-all-to-all(input, output, input_offsets, "
+                      "send_sizes, output_offsets, recv_sizes), replica_groups={{0,1}}\n}\n");
+}
+
+constexpr char kWrapMessage[] =
+    "expected offset + size <= 4 with offset >= 0 and size >= 0; got 9223372036854775807 + 1";
+
+TEST(RunCommandErrors, RaggedAllToAllOutputOffsetThatWrapsInt64IsRefused) {
+  // 2^63 - 1 + 1 wraps negative: unchecked, the row was written 12 bytes before the output
+  // buffer and the run aborted with "double free or corruption".
+  CliResult r = RunCli({"run", "-", "--devices", "2"},
+                       RaggedAllToAllModule(false, "0", "9223372036854775807"));
+  EXPECT_EQ(r.code, kExitBadInput) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("output rows output_offsets["));
+  EXPECT_THAT(r.err, HasSubstr(kWrapMessage));
+}
+
+TEST(RunCommandErrors, RaggedAllToAllInputOffsetThatWrapsInt64IsRefused) {
+  // The read side: unchecked, the run exited 0 printing 12 heap bytes from before the input.
+  CliResult r = RunCli({"run", "-", "--devices", "2"},
+                       RaggedAllToAllModule(false, "9223372036854775807", "0"));
+  EXPECT_EQ(r.code, kExitBadInput) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("input rows input_offsets["));
+  EXPECT_THAT(r.err, HasSubstr(kWrapMessage));
+}
+
+TEST(RunCommandErrors, RaggedAllToAllOffsetsFromNpyInputsThatWrapInt64AreRefused) {
+  const std::string dir = FreshDir("ragged_wrap");
+  auto s64 = [](int64_t value) {
+    Literal l(Shape::Array(PrimitiveType::kS64, {2}));
+    l.SetFromInt64(0, value);
+    l.SetFromInt64(1, value);
+    return l;
+  };
+  Literal rows(Shape::Array(PrimitiveType::kF32, {4, 3}));
+  const std::vector<std::pair<std::string, Literal>> inputs = {
+      {"input", rows}, {"output", rows}, {"input_offsets", s64(0)}, {"send_sizes", s64(1)},
+      {"output_offsets", s64(std::numeric_limits<int64_t>::max())}, {"recv_sizes", s64(1)}};
+  std::vector<std::string> files;
+  for (const auto& [name, literal] : inputs) {
+    files.push_back(absl::StrCat(dir, "/", name, ".npy"));
+    PERFSIM_ASSERT_OK(WriteNpyFile(files.back(), literal));
+  }
+  CliResult r = RunCli({"run", "-", "--devices", "2", "--inputs", absl::StrJoin(files, ",")},
+                       RaggedAllToAllModule(true, "", ""));
+  EXPECT_EQ(r.code, kExitBadInput) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("output rows output_offsets["));
+  EXPECT_THAT(r.err, HasSubstr(kWrapMessage));
 }
 
 TEST(RunCommandErrors, BadFlagValues) {

@@ -1,6 +1,7 @@
 // Collectives over virtual devices: data semantics, replica groups (explicit and iota),
 // async pairs, ragged-all-to-all with sender-side offsets, determinism and failure modes.
 #include <cstring>
+#include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,8 +14,10 @@ namespace {
 using ::perfsim::testing::F32;
 using ::perfsim::testing::RunHlo;
 using ::perfsim::testing::S32;
+using ::perfsim::testing::S64;
 using ::perfsim::testing::StatusIs;
 using ::perfsim::testing::Values;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -184,6 +187,65 @@ TEST(InterpCollectives, RaggedAllToAllRejectsRecvSizesThatDisagreeWithTheSender)
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("device 0 -> device 1: expected recv_sizes[0] = 1 to equal the "
                                  "sender's send_sizes[1]; got 2")));
+}
+
+// One f32[3] row from each of two devices to each, with s64 offsets: 12-byte rows, 4 of them.
+constexpr char kRaggedAllToAllS64[] = R"(
+HloModule m
+ENTRY e {
+  input = f32[4,3] parameter(0)
+  output = f32[4,3] parameter(1)
+  input_offsets = s64[2] parameter(2)
+  send_sizes = s64[2] parameter(3)
+  output_offsets = s64[2] parameter(4)
+  recv_sizes = s64[2] parameter(5)
+  ROOT r = f32[4,3] ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets, recv_sizes), replica_groups={{0,1}}
+})";
+
+std::vector<std::vector<Literal>> OneRowEachWay(int64_t input_offset, int64_t size,
+                                                int64_t output_offset) {
+  std::vector<std::vector<Literal>> inputs(1);
+  inputs[0].push_back(F32({4, 3}, std::vector<double>(12, 1)));
+  inputs[0].push_back(F32({4, 3}, std::vector<double>(12, 0)));
+  inputs[0].push_back(S64({2}, {input_offset, input_offset}));
+  inputs[0].push_back(S64({2}, {size, size}));
+  inputs[0].push_back(S64({2}, {output_offset, output_offset}));
+  inputs[0].push_back(S64({2}, {size, size}));
+  return inputs;
+}
+
+constexpr int64_t kS64Max = std::numeric_limits<int64_t>::max();
+
+TEST(InterpCollectives, RaggedAllToAllRefusesOutputOffsetsThatWrapInt64) {
+  // 9223372036854775807 + 1 wraps to -2^63, which an unchecked `offset + size > rows` let
+  // through: the row was copied to output + (2^63 - 1) * 12 bytes, 12 bytes before the buffer.
+  EXPECT_THAT(RunHlo(kRaggedAllToAllS64, OneRowEachWay(0, 1, kS64Max), Devices(2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(": output rows output_offsets["),
+                             HasSubstr("expected offset + size <= 4 with offset >= 0 and size >= "
+                                       "0; got 9223372036854775807 + 1"))));
+}
+
+TEST(InterpCollectives, RaggedAllToAllRefusesInputOffsetsThatWrapInt64) {
+  // The read side: the row came from 12 bytes before the input (heap bytes in the output).
+  EXPECT_THAT(RunHlo(kRaggedAllToAllS64, OneRowEachWay(kS64Max, 1, 0), Devices(2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(": input rows input_offsets["),
+                             HasSubstr("expected offset + size <= 4 with offset >= 0 and size >= "
+                                       "0; got 9223372036854775807 + 1"))));
+}
+
+TEST(InterpCollectives, RaggedAllToAllRefusesSizesThatWrapInt64) {
+  EXPECT_THAT(RunHlo(kRaggedAllToAllS64, OneRowEachWay(1, kS64Max, 0), Devices(2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("got 1 + 9223372036854775807")));
+}
+
+TEST(InterpCollectives, RaggedAllToAllAtTheLastRowStillCopies) {
+  // The bound is inclusive: offset 3 + size 1 = 4 rows is in range on both sides.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(RunResult result,
+                               RunHlo(kRaggedAllToAllS64, OneRowEachWay(3, 1, 3), Devices(2)));
+  EXPECT_THAT(Values(result.outputs[0][0]), ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1));
 }
 
 TEST(InterpCollectives, IotaGroupsAndPartitionIdWithGlobalDeviceIds) {

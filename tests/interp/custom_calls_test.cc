@@ -4,6 +4,7 @@
 #include "sim/interp/custom_calls.h"
 
 #include <cmath>
+#include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,6 +18,7 @@ using ::perfsim::testing::Bf16;
 using ::perfsim::testing::F32;
 using ::perfsim::testing::Run1;
 using ::perfsim::testing::S32;
+using ::perfsim::testing::S64;
 using ::perfsim::testing::StatusIs;
 using ::perfsim::testing::Values;
 using ::testing::ElementsAre;
@@ -130,6 +132,43 @@ ENTRY e {
   EXPECT_THAT(Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({1, 2}), S32({2}, {1, 2})}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("y: expected m = 4 to be a multiple of the row tile tm = 3")));
+}
+
+TEST(InterpGmm, GroupSizesWhoseSumWrapsInt64AreAnError) {
+  // s64 group sizes [1, 2^63 - 1]: their running total wraps negative, which passed the
+  // "sum <= m" check and made group 1's row count negative.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = bf16[4,2] parameter(0)
+  w = bf16[2,2,2] parameter(1)
+  gs = s64[2] parameter(2)
+  ROOT y = f32[4,2] custom-call(x, w, gs), custom_call_target="perfsim.gmm"
+})";
+  EXPECT_THAT(
+      Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({1, 2}),
+                  S64({2}, {1, std::numeric_limits<int64_t>::max()})}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("group_sizes[0..1] sum: 1 + 9223372036854775807 overflows int64")));
+}
+
+TEST(InterpGmm, GroupOffsetNearTheInt64LimitSelectsNoGroup) {
+  // group_offset 2^63 - 1 plus local group 0 is past every group (and plus 1 would wrap):
+  // nothing is computed and, G_local = 2 being all groups, the rows stay poisoned.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = bf16[4,2] parameter(0)
+  w = bf16[2,2,2] parameter(1)
+  gs = s32[2] parameter(2)
+  off = s64[1] parameter(3)
+  ROOT y = f32[4,2] custom-call(x, w, gs, off), custom_call_target="perfsim.gmm"
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {RowsIAndOne(4), ScaleFirstColumn({1, 2}), S32({2}, {2, 2}),
+                  S64({1}, {std::numeric_limits<int64_t>::max()})}));
+  for (double v : Values(out[0])) EXPECT_TRUE(std::isnan(v)) << v;
 }
 
 TEST(InterpTgmm, EachGroupGetsItsRowsProductAndEmptyGroupsAreZero) {

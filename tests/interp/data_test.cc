@@ -1,5 +1,7 @@
 // gather (with start-index clamping), scatter (duplicates, out-of-bounds windows), sort
 // (stability, general comparators) and topk.
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/util/status_matchers.h"
@@ -11,6 +13,7 @@ namespace {
 using ::perfsim::testing::F32;
 using ::perfsim::testing::Run1;
 using ::perfsim::testing::S32;
+using ::perfsim::testing::S64;
 using ::perfsim::testing::Values;
 using ::testing::ElementsAre;
 
@@ -91,6 +94,27 @@ ENTRY e {
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
                                Run1(kHlo, {F32({4}, {1, 1, 1, 1}), S32({3, 1}, {3, -1, 1}),
                                            F32({3, 2}, {9, 9, 9, 9, 5, 6})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(1, 5, 6, 1));
+}
+
+TEST(InterpScatter, AnS64IndexWhoseWindowEndWrapsInt64IsDropped) {
+  // A window of 2 at start 2^63 - 1 ends past the int64 limit: unchecked, start + 2 wrapped
+  // negative, passed `start + extent > dim` and the update was written before the buffer.
+  // Checked, the window is out of bounds and dropped like any other.
+  constexpr char kHlo[] = R"(
+HloModule m
+set { a = f32[] parameter(0)  ROOT b = f32[] parameter(1) }
+ENTRY e {
+  x = f32[4] parameter(0)
+  i = s64[2,1] parameter(1)
+  u = f32[2,2] parameter(2)
+  ROOT s = f32[4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=set
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {F32({4}, {1, 1, 1, 1}),
+                  S64({2, 1}, {std::numeric_limits<int64_t>::max(), 1}),
+                  F32({2, 2}, {9, 9, 5, 6})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(1, 5, 6, 1));
 }
 

@@ -1,6 +1,7 @@
 // dot_general and ragged-dot (all three ragged modes), and the blocked f32 kernel against a
 // naive loop.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -16,6 +17,7 @@ using ::perfsim::testing::Bf16;
 using ::perfsim::testing::F32;
 using ::perfsim::testing::Run1;
 using ::perfsim::testing::S32;
+using ::perfsim::testing::S64;
 using ::perfsim::testing::StatusIs;
 using ::perfsim::testing::Values;
 using ::testing::ElementsAre;
@@ -110,6 +112,25 @@ ENTRY e {
       Run1(kHlo, {F32({5, 2}, {0, 1, 1, 1, 2, 1, 3, 1, 4, 1}),
                   F32({3, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 1, 3, 0, 0, 1}), S32({3}, {2, 0, 2})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(0, 1, 1, 1, 6, 1, 9, 1, 0, 0));
+}
+
+TEST(InterpRaggedDot, GroupSizesWhoseSumWrapsInt64AreAnError) {
+  // s64 group sizes [2, 2^63 - 1, 0]: the total wraps negative, which passed the "sum <= the
+  // ragged dimension" check.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[5,2] parameter(0)
+  w = f32[3,2,2] parameter(1)
+  gs = s64[3] parameter(2)
+  ROOT y = f32[5,2] ragged-dot(x, w, gs), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+})";
+  EXPECT_THAT(Run1(kHlo, {F32({5, 2}, std::vector<double>(10, 1)),
+                          F32({3, 2, 2}, std::vector<double>(12, 1)),
+                          S64({3}, {2, std::numeric_limits<int64_t>::max(), 0})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("group_sizes sum up to group 1: 2 + 9223372036854775807 "
+                                 "overflows int64")));
 }
 
 TEST(InterpRaggedDot, ContractingModeSumsEachGroupsSegment) {

@@ -33,6 +33,15 @@ inline Literal F32(std::vector<int64_t> dims, const std::vector<double>& values)
 inline Literal S32(std::vector<int64_t> dims, const std::vector<double>& values) {
   return MakeLiteral(PrimitiveType::kS32, std::move(dims), values);
 }
+// An s64 array literal holding `values` exactly (SetFromDouble would round values beyond 2^53,
+// such as the int64 limit that overflow tests need).
+inline Literal S64(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+  Literal literal(Shape::Array(PrimitiveType::kS64, std::move(dims)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    literal.SetFromInt64(static_cast<int64_t>(i), values[i]);
+  }
+  return literal;
+}
 inline Literal Bf16(std::vector<int64_t> dims, const std::vector<double>& values) {
   return MakeLiteral(PrimitiveType::kBF16, std::move(dims), values);
 }

@@ -2,6 +2,7 @@
 // hand-derived byte counts, against what the run actually held, and the budget decision's
 // independence from thread count and timing.
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -148,6 +149,48 @@ ENTRY e {
   // One input set shared by all devices is held once.
   PERFSIM_ASSERT_OK_AND_ASSIGN(MemoryNeed shared, ComputeMemoryNeed(*module, 4, 1));
   EXPECT_EQ(shared.total_bytes, 400 + 4 * 400);
+}
+
+// f32[2305843009213693951] is 2^63 - 4 bytes: one such buffer fits int64, two do not.
+constexpr char kNearInt64Elements[] = "2305843009213693951";
+constexpr int64_t kInt64Limit = std::numeric_limits<int64_t>::max();
+
+TEST(InterpMemory, ANeedBeyondInt64SaturatesInsteadOfWrapping) {
+  // a and b = negate(a) are alive together: 2 x (2^63 - 4) bytes, more than int64 counts.
+  // A wrapped sum is negative and would pass any budget; the plan saturates at the limit.
+  const std::string hlo = absl::StrCat(R"(
+HloModule m
+ENTRY e {
+  x = f32[] parameter(0)
+  a = f32[)", kNearInt64Elements, R"(] broadcast(x), dimensions={}
+  b = f32[)", kNearInt64Elements, R"(] negate(a)
+  ROOT c = f32[)", kNearInt64Elements, R"(] add(a, b)
+})");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Module> module, ParseHloModule(hlo));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(MemoryNeed need, ComputeMemoryNeed(*module, 1, 1));
+  EXPECT_EQ(need.device_bytes, kInt64Limit);
+  EXPECT_EQ(need.total_bytes, kInt64Limit);
+}
+
+TEST(InterpMemory, DevicesTimesANeedBeyondInt64SaturatesAndEveryBudgetRefusesIt) {
+  // One device needs 2^63 - 4 bytes (fits); the 4-byte input plus it, or two devices of it,
+  // overflow int64. Even the largest budget refuses the saturated need, with need vs budget.
+  const std::string hlo = absl::StrCat(R"(
+HloModule m
+ENTRY e {
+  x = f32[] parameter(0)
+  ROOT a = f32[)", kNearInt64Elements, R"(] broadcast(x), dimensions={}
+})");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Module> module, ParseHloModule(hlo));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(MemoryNeed one, ComputeMemoryNeed(*module, 1, 1));
+  EXPECT_EQ(one.device_bytes, kInt64Limit - 3);
+  EXPECT_EQ(one.total_bytes, kInt64Limit);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(MemoryNeed two, ComputeMemoryNeed(*module, 2, 1));
+  EXPECT_EQ(two.total_bytes, kInt64Limit);
+  EXPECT_THAT(CheckMemoryBudget(two, kInt64Limit),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("the run needs at least 9223372036854775807 (int64's limit) "
+                                 "bytes (inputs 4 + 2 devices x 9223372036854775804")));
 }
 
 std::string ReadGolden(const std::string& name) {
