@@ -64,7 +64,7 @@ lowering_failed, hbm_over_capacity, error.
 scale-out:
   --shard i/N      evaluate shard i of N (round robin over blocks of points that share a
                    lowered module); with --out FILE, write the shard's results for merge
-  --jobs J         threads (default 1); results are identical for every J
+  --jobs J         threads (default 1, at most 256); results are identical for every J
   merge            combine shard files into the ranking one run gives, byte for byte; refuses
                    shards of different spaces, missing, duplicate or interrupted shards
 
@@ -72,7 +72,11 @@ Each point's figures are `perfsim predict`'s on the same scenario, bit for bit: 
 points sharing a lowered module is prepared once, and each point re-does only what its
 routing changes.
 
-Ctrl-C stops the evaluation and prints the ranking of the points evaluated so far.
+A space of more than 1000000 points is refused (exit 2) with its count, before anything is
+enumerated: split it into narrower sweeps.
+
+Ctrl-C at any point, reading the space included, stops the evaluation and prints the ranking
+of the points evaluated so far (none when it came before the first point).
 
 exit codes:
   0    the space was evaluated (infeasible points are results, not failures)
@@ -206,6 +210,12 @@ absl::StatusOr<SweepSpace> SpaceFromFlags(const ParsedFlags& flags, CliIo& io) {
                                TilingList("tiling-wo", flags.Get("tiling-wo")));
       wo.assign(list.begin(), list.end());
     }
+    // The cross product is a list of its own: counted before it is built.
+    if (static_cast<int64_t>(wi.size()) > kMaxSweepPoints / static_cast<int64_t>(wo.size())) {
+      return UsageError(absl::StrCat("--tiling-wi x --tiling-wo: expected at most ",
+                                     kMaxSweepPoints, " tiling choices; got ", wi.size(), " x ",
+                                     wo.size()));
+    }
     space.tilings.clear();
     if (flags.Has("tiling-wi") || flags.Has("tiling-wo") || !flags.Has("search")) {
       for (const auto& i : wi) {
@@ -288,12 +298,35 @@ int RunMerge(const std::vector<std::string>& args, CliIo& io) {
 
 void OnSigint(int) { RequestSweepInterrupt(); }
 
+// Ctrl-C handling for the whole command, from before the flags are read until it returns:
+// the handler only sets the atomic flag the evaluation loop checks, so an interrupt while the
+// space is read or enumerated stops the run before its first point. SA_RESETHAND lets a
+// second Ctrl-C end the process at once. The previous handler comes back on return.
+class SigintScope {
+ public:
+  SigintScope() {
+    ClearSweepInterrupt();
+    struct sigaction action = {};
+    action.sa_handler = OnSigint;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~SigintScope() { sigaction(SIGINT, &previous_, nullptr); }
+  SigintScope(const SigintScope&) = delete;
+  SigintScope& operator=(const SigintScope&) = delete;
+
+ private:
+  struct sigaction previous_ = {};
+};
+
 }  // namespace
 
 int RunSweepCommand(const std::vector<std::string>& args, CliIo& io) {
   if (!args.empty() && args[0] == "merge") {
     return RunMerge(std::vector<std::string>(args.begin() + 1, args.end()), io);
   }
+  const SigintScope sigint;
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, SweepFlagSpecs());
   if (!flags.ok()) return ReportStatus(flags.status(), io);
   if (flags->Has("help")) {
@@ -320,9 +353,11 @@ int RunSweepCommand(const std::vector<std::string>& args, CliIo& io) {
     output->report.scope = "shard 0/1";
   }
   if (flags->Has("jobs") &&
-      (!absl::SimpleAtoi(flags->Get("jobs"), &run_options.jobs) || run_options.jobs < 1)) {
-    return ReportStatus(UsageError(absl::StrCat("--jobs: expected a positive integer; got '",
-                                                flags->Get("jobs"), "'")),
+      (!absl::SimpleAtoi(flags->Get("jobs"), &run_options.jobs) || run_options.jobs < 1 ||
+       run_options.jobs > kMaxSweepJobs)) {
+    return ReportStatus(UsageError(absl::StrCat("--jobs: expected a positive integer at most ",
+                                                kMaxSweepJobs, "; got '", flags->Get("jobs"),
+                                                "'")),
                         io);
   }
   absl::StatusOr<SweepSpace> space = SpaceFromFlags(*flags, io);
@@ -338,15 +373,7 @@ int RunSweepCommand(const std::vector<std::string>& args, CliIo& io) {
     meter.emplace(io.err, planned, ProgressOptions{.terminal = terminal});
     run_options.progress = [&meter](int64_t done, int64_t) { meter->Update(done); };
   }
-  // Ctrl-C: the handler only sets the atomic flag the evaluation loop checks; SA_RESETHAND
-  // lets a second Ctrl-C end the process at once.
-  struct sigaction action = {}, previous = {};
-  action.sa_handler = OnSigint;
-  action.sa_flags = SA_RESETHAND;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &previous);
   SweepRun run = RunSweep(*e, run_options);
-  sigaction(SIGINT, &previous, nullptr);
   if (meter.has_value()) meter->Finish(static_cast<int64_t>(run.results.size()), run.interrupted);
 
   if (flags->Has("out")) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -37,7 +38,7 @@ bool SweepInterruptRequested() { return g_interrupt.load(std::memory_order_relax
 
 SweepRun RunSweep(const SweepEnumeration& e, const SweepRunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
-  ClearSweepInterrupt();
+  // An interrupt requested before the run started is honoured: no point is evaluated.
   SweepRun run;
   const std::vector<int64_t> points = e.ShardPoints(options.shard, options.shard_count);
   run.planned = static_cast<int64_t>(points.size());
@@ -57,23 +58,31 @@ SweepRun RunSweep(const SweepEnumeration& e, const SweepRunOptions& options) {
     std::atomic<int64_t> done{0};
     std::mutex mu;
     std::vector<std::thread> workers;
-    for (int64_t j = 0; j < options.jobs; ++j) {
-      workers.emplace_back([&] {
-        SweepEvaluator evaluator(e);
-        std::vector<PointResult> mine;
-        for (size_t u = next++; u < units.size(); u = next++) {
-          for (size_t k = units[u].first; k < units[u].second; ++k) {
-            if (SweepInterruptRequested()) break;
-            mine.push_back(evaluator.Evaluate(points[k]));
-            done.fetch_add(1, std::memory_order_relaxed);
-          }
+    auto work = [&] {
+      SweepEvaluator evaluator(e);
+      std::vector<PointResult> mine;
+      for (size_t u = next++; u < units.size(); u = next++) {
+        for (size_t k = units[u].first; k < units[u].second; ++k) {
           if (SweepInterruptRequested()) break;
+          mine.push_back(evaluator.Evaluate(points[k]));
+          done.fetch_add(1, std::memory_order_relaxed);
         }
-        std::lock_guard<std::mutex> lock(mu);
-        for (PointResult& r : mine) run.results.push_back(std::move(r));
-        run.stats.Add(evaluator.stats());
-      });
+        if (SweepInterruptRequested()) break;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      for (PointResult& r : mine) run.results.push_back(std::move(r));
+      run.stats.Add(evaluator.stats());
+    };
+    for (int64_t j = 0; j < options.jobs; ++j) {
+      // Workers share one counter, so a thread the system refuses only means fewer of them;
+      // with none at all, the calling thread does the work.
+      try {
+        workers.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;
+      }
     }
+    if (workers.empty()) work();
     // The calling thread reports progress until every worker is done.
     while (true) {
       const int64_t now = done.load(std::memory_order_relaxed);

@@ -11,8 +11,13 @@
 //
 // Interruption: RequestSweepInterrupt only stores to a lock-free std::atomic<bool>, so a
 // SIGINT handler may call it; every thread checks the flag before each point, stops, and the
-// run returns what was evaluated. The flag stays set until ClearSweepInterrupt (RunSweep clears
-// it when it starts).
+// run returns what was evaluated. The flag stays set until ClearSweepInterrupt: a caller
+// clears it when it starts listening for Ctrl-C (perfsim sweep: before it reads its flags),
+// so that an interrupt that came while the space was being read or enumerated stops the run
+// before its first point (interrupted, no results) instead of being forgotten.
+//
+// --jobs: at most kMaxSweepJobs threads; a thread the system refuses means fewer workers (the
+// calling thread works when none starts), never an abort.
 #ifndef PERFSIM_SIM_SWEEP_RUNNER_H_
 #define PERFSIM_SIM_SWEEP_RUNNER_H_
 
@@ -24,6 +29,10 @@
 #include "sim/sweep/space.h"
 
 namespace perfsim {
+
+// The most threads a sweep runs (--jobs); a point's evaluation is CPU-bound, so more threads
+// than cores only add memory (each keeps its own cache of lowered modules).
+inline constexpr int64_t kMaxSweepJobs = 256;
 
 void RequestSweepInterrupt();
 void ClearSweepInterrupt();

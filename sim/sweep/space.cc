@@ -12,6 +12,7 @@
 #include "sim/hw/chip_registry.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -208,6 +209,31 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ParseShardSpec(absl::string_view tex
   return std::make_pair(i, n);
 }
 
+absl::Status CheckSweepPointCount(size_t factorisations, const std::vector<std::string>& backends,
+                                  const SweepSpace& space) {
+  // points = factorisations x (tiling slots summed over backends) x batches x routings,
+  // multiplied with overflow checks: the lists come from flags and files.
+  int64_t slots = 0;
+  for (const std::string& backend : backends) {
+    const int64_t tilings =
+        BackendTakesTilings(backend) ? static_cast<int64_t>(space.tilings.size()) : 1;
+    if (!TryAdd(slots, tilings, &slots)) slots = kInt64Max;
+  }
+  int64_t points = 0;
+  const bool fits =
+      TryMul(static_cast<int64_t>(factorisations), slots, &points) &&
+      TryMul(points, static_cast<int64_t>(space.batch_per_device.size()), &points) &&
+      TryMul(points, static_cast<int64_t>(space.routings.size()), &points);
+  if (fits && points <= kMaxSweepPoints) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "sweep space: expected at most ", kMaxSweepPoints, " points; got ",
+      fits ? absl::StrCat(points) : std::string("more than 2^63"), " (", factorisations,
+      " factorisations x ", slots, " backend and tiling choices x ",
+      space.batch_per_device.size(), " batches x ", space.routings.size(),
+      " routings): narrow the axes, backends, batches, tilings or routings, or split the "
+      "space into several sweeps"));
+}
+
 absl::StatusOr<SweepEnumeration> SweepEnumeration::Create(const SweepSpace& space) {
   SweepEnumeration e;
   e.space_ = space;
@@ -247,12 +273,6 @@ absl::StatusOr<SweepEnumeration> SweepEnumeration::Create(const SweepSpace& spac
           absl::StrCat("batch per device: expected positive integers; got ", b));
     }
   }
-  for (const std::string& r : space.routings) {
-    absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(r);
-    if (!routing.ok()) return routing.status();
-    e.routings_.push_back(std::move(routing).value());
-  }
-
   // Factorisations of the device count.
   const int64_t devices = e.topology_->num_devices();
   std::array<std::vector<int64_t>, 4> choices;
@@ -272,13 +292,16 @@ absl::StatusOr<SweepEnumeration> SweepEnumeration::Create(const SweepSpace& spac
     std::sort(choices[a].begin(), choices[a].end());
     choices[a].erase(std::unique(choices[a].begin(), choices[a].end()), choices[a].end());
   }
+  // tp is determined by the other three: three nested loops over divisors (a few hundred at
+  // most for a slice of up to 2^20 devices), not four.
   for (int64_t dp : choices[kSweepDp]) {
     for (int64_t fsdp : choices[kSweepFsdp]) {
+      if ((devices / dp) % fsdp != 0) continue;
       for (int64_t ep : choices[kSweepEp]) {
-        for (int64_t tp : choices[kSweepTp]) {
-          if (dp * fsdp * ep * tp == devices) {
-            e.factorisations_.push_back(Parallelism{.dp = dp, .ep = ep, .tp = tp, .fsdp = fsdp});
-          }
+        if ((devices / dp / fsdp) % ep != 0) continue;
+        const int64_t tp = devices / dp / fsdp / ep;
+        if (std::binary_search(choices[kSweepTp].begin(), choices[kSweepTp].end(), tp)) {
+          e.factorisations_.push_back(Parallelism{.dp = dp, .ep = ep, .tp = tp, .fsdp = fsdp});
         }
       }
     }
@@ -294,6 +317,14 @@ absl::StatusOr<SweepEnumeration> SweepEnumeration::Create(const SweepSpace& spac
         absl::StrCat("expected dp·fsdp·ep·tp = ", devices, " (the devices of ", e.mesh_, " ",
                      resolved_chip.name(), ") for some choice of ", absl::StrJoin(lists, " "),
                      "; got no such factorisation"));
+  }
+
+  // Counted before anything per point is allocated or any routing file is read.
+  PERFSIM_RETURN_IF_ERROR(CheckSweepPointCount(e.factorisations_.size(), backends, space));
+  for (const std::string& r : space.routings) {
+    absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(r);
+    if (!routing.ok()) return routing.status();
+    e.routings_.push_back(std::move(routing).value());
   }
 
   for (int64_t f = 0; f < static_cast<int64_t>(e.factorisations_.size()); ++f) {

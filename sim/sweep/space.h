@@ -24,7 +24,8 @@
 //
 // Errors (InvalidArgument, exit 2): unknown model, chip, backend or routing; a mesh the chip
 // cannot form; an axis value that does not divide the device count; axis lists that admit no
-// factorisation; a tiling that is not 3 or 9 positive integers; an empty list.
+// factorisation; a tiling that is not 3 or 9 positive integers; an empty list; more than
+// kMaxSweepPoints points (counted before enumerating).
 #ifndef PERFSIM_SIM_SWEEP_SPACE_H_
 #define PERFSIM_SIM_SWEEP_SPACE_H_
 
@@ -44,6 +45,12 @@
 #include "sim/util/textproto.h"
 
 namespace perfsim {
+
+// The most points a sweep space may have. A point takes milliseconds to evaluate and a few
+// hundred bytes to keep, so a million is hours of work and hundreds of MB: larger spaces are
+// refused, with their count, before anything is enumerated (split them with narrower lists).
+// The default space has 1,760.
+inline constexpr int64_t kMaxSweepPoints = 1'000'000;
 
 // Mesh axes in the order of their index in SweepSpace::axes.
 enum SweepAxis { kSweepDp = 0, kSweepFsdp = 1, kSweepEp = 2, kSweepTp = 3 };
@@ -91,6 +98,12 @@ bool BackendTakesTilings(absl::string_view backend);
 
 // 64-bit FNV-1a of `text`, as 16 hex digits.
 std::string Fingerprint(absl::string_view text);
+
+// OK when the space with these factorisations and backends has at most kMaxSweepPoints
+// points; else InvalidArgument with the count and its factors:
+//   "sweep space: expected at most 1000000 points; got 17600000000 (220 factorisations x ...)"
+absl::Status CheckSweepPointCount(size_t factorisations, const std::vector<std::string>& backends,
+                                  const SweepSpace& space);
 
 struct SweepBlock {
   int64_t factorisation = 0;

@@ -1,6 +1,11 @@
 // `perfsim sweep` and `perfsim sweep merge` through the command-line library: exit codes,
 // outputs, files.
+#include <csignal>
+#include <istream>
+#include <sstream>
+#include <streambuf>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/cli.h"
@@ -151,6 +156,73 @@ TEST(SweepCli, MergeRefusesShardsOfDifferentSpaces) {
   CliResult r = RunSweepCli({"merge", a, b});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(b + ":2:13: expected the space of " + a));
+}
+
+TEST(SweepCli, JobsAreCappedAndTheCapIsInTheHelp) {
+  CliResult r = RunSweepCli(Nano({"--jobs", "10000"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--jobs: expected a positive integer at most 256; got '10000'"));
+  EXPECT_THAT(RunSweepCli({"--help"}).out,
+              HasSubstr("--jobs J         threads (default 1, at most 256)"));
+}
+
+TEST(SweepCli, AHugeSpaceIsRefusedWithItsCountBeforeItIsEnumerated) {
+  // The default space (220 factorisations of 512 devices x 8 backends) times 600 batches is
+  // 1,056,000 points, beyond the 1,000,000 limit.
+  std::string batches = "1";
+  for (int b = 2; b <= 600; ++b) batches += "," + std::to_string(b);
+  CliResult r = RunSweepCli({"--batch-per-device", batches, "--quiet"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sweep space: expected at most 1000000 points; got 1056000 (220 "
+                               "factorisations x 8 backend and tiling choices x 600 batches x 1 "
+                               "routings)"));
+  // 2,000 x 2,000 tilings: the cross product is refused before it is built, let alone 10^10
+  // points enumerated.
+  std::string tilings = "128,128,128";
+  for (int t = 1; t < 2000; ++t) tilings += ":128,128,128";
+  r = RunSweepCli({"--tiling-wi", tilings, "--tiling-wo", tilings, "--quiet"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--tiling-wi x --tiling-wo: expected at most 1000000 tiling "
+                               "choices; got 2000 x 2000"));
+}
+
+// A stream that delivers Ctrl-C the first time it is read, then `text`: SIGINT while the space
+// is being read, before any point is evaluated.
+class InterruptingStreambuf : public std::streambuf {
+ public:
+  explicit InterruptingStreambuf(std::string text) : text_(std::move(text)) {}
+
+ protected:
+  int_type underflow() override {
+    if (served_) return traits_type::eof();
+    served_ = true;
+    std::raise(SIGINT);
+    setg(text_.data(), text_.data(), text_.data() + text_.size());
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string text_;
+  bool served_ = false;
+};
+
+TEST(SweepCli, CtrlCBeforeTheFirstPointPrintsAnEmptyRankingAndExits130) {
+  // Ignored around the command so that, were the command not to handle it, the test process
+  // would not die; the command installs its own handler while it runs.
+  const auto previous = std::signal(SIGINT, SIG_IGN);
+  InterruptingStreambuf buffer(
+      "model: \"nano\"\nhw: \"gpu_h100\"\nmesh: \"8\"\nphase: \"fwd\"\nseq: 4\n"
+      "backends: \"ep_ragged_a2a\"\n");
+  std::istream in(&buffer);
+  std::ostringstream out, err;
+  const int code = RunPerfsim({"sweep", "--space", "-", "--quiet"}, in, out, err);
+  std::signal(SIGINT, previous);
+  EXPECT_EQ(code, 130) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("INTERRUPTED after 0 of 20 points"));
+  // The next sweep starts afresh.
+  CliResult next = RunSweepCli(Nano({"--backends", "ep_ragged_a2a"}));
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_THAT(next.out, HasSubstr("points: 20, evaluated 20"));
 }
 
 }  // namespace

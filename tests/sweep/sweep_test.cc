@@ -349,8 +349,23 @@ TEST(Sweep, InterruptionKeepsWhatWasFound) {
   absl::StatusOr<MergedSweep> merged = MergeShards({*file});
   ASSERT_FALSE(merged.ok());
   EXPECT_THAT(merged.status().message(), HasSubstr("cut.shard:6:10: expected a complete shard"));
-  // The next run starts afresh.
+  // Once the flag is cleared, the next run starts afresh.
+  ClearSweepInterrupt();
   EXPECT_FALSE(RunSweep(e, {}).interrupted);
+}
+
+TEST(Sweep, InterruptionBeforeTheRunStartsEvaluatesNothing) {
+  // Ctrl-C while the space was read or enumerated: the run stops before its first point.
+  SweepEnumeration e = Enumerate(NanoSpace({"ep_ragged_a2a"}));
+  RequestSweepInterrupt();
+  const SweepRun one_job = RunSweep(e, {});
+  const SweepRun two_jobs = RunSweep(e, {.jobs = 2});
+  ClearSweepInterrupt();
+  EXPECT_TRUE(one_job.interrupted);
+  EXPECT_TRUE(one_job.results.empty());
+  EXPECT_EQ(one_job.planned, 20);
+  EXPECT_TRUE(two_jobs.interrupted);
+  EXPECT_TRUE(two_jobs.results.empty());
 }
 
 TEST(Sweep, InterruptionStopsEveryJob) {
@@ -358,6 +373,7 @@ TEST(Sweep, InterruptionStopsEveryJob) {
   const SweepRun run = RunSweep(e, {.jobs = 2, .progress = [](int64_t done, int64_t) {
                                       if (done >= 0) RequestSweepInterrupt();
                                     }});
+  ClearSweepInterrupt();
   EXPECT_TRUE(run.interrupted);
   EXPECT_LT(run.results.size(), 40u);
   EXPECT_TRUE(
