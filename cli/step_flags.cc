@@ -10,22 +10,28 @@ namespace perfsim {
 
 const char kStepFlagsHelp[] = R"(step flags:
   --model NAME|FILE         model (perfsim models list), or a .textproto path
-  --batch B, --seq S        tokens = B·S (split over dp·fsdp·ep devices)
+  --batch B, --seq S        tokens = B·S (split over dp·fsdp·ep devices), at most 2^32
   --phase fwd|fwd_bwd       forward only, or forward and the explicit backward
-  --parallelism AXES        e.g. ep=4, dp=2,ep=4, fsdp=2,ep=4 or ep=2,tp=2 (axes: dp, fsdp, ep, tp)
+  --parallelism AXES        e.g. ep=4, dp=2,ep=4, fsdp=2,ep=4 or ep=2,tp=2 (axes: dp, fsdp, ep, tp);
+                            at most 2^20 devices
   --backend NAME            dense_einsum, capacity_einsum, sparse_ragged_dot, megablox_gmm,
                             ep_ragged_a2a, ring_of_experts, grouped_gemm_aligned, fused_expert_ffn
   --tiling-wi T, --tiling-wo T
                             grouped-matmul tiles tm,tk,tn for forward (3 numbers) or
-                            forward,dlhs,drhs (9 numbers, MaxText's order); default 512,1024,1024
-  --capacity-factor X       capacity_einsum (default 1.25)
-  --align-size A            grouped_gemm_aligned per-expert row alignment (default 0)
-  --ragged-buffer-factor X  ep_ragged_a2a receive buffer T_l·K·X rows (default: never drop)
+                            forward,dlhs,drhs (9 numbers, MaxText's order); default 512,1024,1024;
+                            each at most 2^20
+  --capacity-factor X       capacity_einsum (default 1.25), finite, at most 2^14
+  --align-size A            grouped_gemm_aligned per-expert row alignment (default 0), at most 2^20
+  --ragged-buffer-factor X  ep_ragged_a2a receive buffer T_l·K·X rows (default: never drop),
+                            finite, at most 2^14
   --fused-tiling f|d, --fused-tile N
-                            fused_expert_ffn: tile over F or over D, tile size
+                            fused_expert_ffn: tile over F or over D, tile size (at most 2^20)
   --grouped-matmul FORM     native (default), ragged_dot (kernel custom-calls as ragged-dot)
                             or masked_dot (every grouped matmul as masked dense dots, which
                             XLA:CPU can run); same results
+  Limits: 2^32 tokens is 68x the largest published global batch (DeepSeek-V3: 15,360 x 4,096);
+  with them (and the largest activation, [tokens·K, max(D, F, H, E)] in f32, at most 2^50
+  bytes) every size the lowerings derive fits int64. Beyond them: exit 2 naming the limit.
 )";
 
 std::vector<FlagSpec> StepFlagSpecs() {

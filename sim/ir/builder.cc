@@ -41,6 +41,13 @@ Instruction* ComputationBuilder::Add(Opcode opcode, std::vector<Instruction*> op
                        inferred->ToString(false), "; got ", given.ToString(false))),
                    given);
   }
+  // Sizes computed by a lowering from its inputs: a result whose element count or bytes
+  // overflow int64 is an error here, never a wrapped shape for a later pass to allocate.
+  if (absl::Status valid = ValidateShape(*inferred); !valid.ok()) {
+    return mb.Fail(absl::Status(valid.code(), absl::StrCat("in ", computation_->name(), ": ",
+                                                           unique, ": ", valid.message())),
+                   given);
+  }
   if (!given_shape) instruction->set_shape(*std::move(inferred));
   return computation_->AddInstruction(std::move(instruction));
 }

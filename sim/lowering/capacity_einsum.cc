@@ -52,6 +52,8 @@
 #include "sim/lowering/collectives.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
+#include "sim/util/checked_math.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -147,6 +149,8 @@ class CapacityEinsum final : public MoeBackend {
           "dense_einsum); got ",
           spec.knobs.capacity_factor));
     }
+    // The limits first: C is computed from S·K and cf, and the masks below are [B_l, S, E, C].
+    PERFSIM_RETURN_IF_ERROR(spec.ValidateLimits());
     if (CapacityPerSequence(spec) < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "expected a capacity C = int(max(ceil(S*K/E)*cf, cf)) >= 1; got C = ",
@@ -159,6 +163,21 @@ class CapacityEinsum final : public MoeBackend {
           "holds whole sequences); got batch ",
           spec.batch, " and dp*fsdp*ep = ", p.dp * p.fsdp * p.ep));
     }
+    // The dispatch and combine masks hold S·E·C ≈ S²·K·cf elements per sequence: a long
+    // sequence makes them far larger than the activations, so they are checked here.
+    const int64_t b_l = spec.batch / (p.dp * p.fsdp * p.ep), e = spec.model.num_experts();
+    const int64_t width = std::max(spec.model.d_model(), spec.model.expert_ffn_dim());
+    constexpr absl::string_view kMask = "bytes of the capacity mask [B_l, S, E, C] in f32";
+    PERFSIM_ASSIGN_OR_RETURN(
+        const int64_t mask_bytes,
+        CheckedProduct(kMask, {b_l, spec.seq, e, CapacityPerSequence(spec), 4}));
+    PERFSIM_RETURN_IF_ERROR(CheckAtMost(kMask, mask_bytes, kMaxStepBufferBytes));
+    constexpr absl::string_view kSlots =
+        "bytes of the expert buffer [E, B_l, C, max(D, F)] in f32";
+    PERFSIM_ASSIGN_OR_RETURN(
+        const int64_t slot_bytes,
+        CheckedProduct(kSlots, {e, b_l, CapacityPerSequence(spec), width, 4}));
+    PERFSIM_RETURN_IF_ERROR(CheckAtMost(kSlots, slot_bytes, kMaxStepBufferBytes));
     return absl::OkStatus();
   }
 

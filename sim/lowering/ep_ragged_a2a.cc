@@ -59,6 +59,8 @@
 #include "sim/lowering/ep_dispatch.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
+#include "sim/util/checked_math.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -95,6 +97,16 @@ class EpRaggedA2a final : public MoeBackend {
       return absl::InvalidArgumentError(
           absl::StrCat("expected a finite ragged_buffer_factor; got ", f));
     }
+    PERFSIM_RETURN_IF_ERROR(spec.ValidateLimits());
+    // The receive buffer is the one buffer here that a knob can make larger than the routed
+    // activations (int(T_l·K·f) rows for f up to 2^14): checked before any shape is built.
+    constexpr absl::string_view kBuffer =
+        "bytes of the ragged receive buffer [int(T_l * K * f), max(D, F)] in f32";
+    PERFSIM_ASSIGN_OR_RETURN(
+        const int64_t buffer_bytes,
+        CheckedProduct(kBuffer, {RaggedBufferRows(spec),
+                                 std::max(spec.model.d_model(), spec.model.expert_ffn_dim()), 4}));
+    PERFSIM_RETURN_IF_ERROR(CheckAtMost(kBuffer, buffer_bytes, kMaxStepBufferBytes));
     if (f > 0 && RaggedBufferRows(spec) < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "expected ragged_buffer_factor f with a receive buffer int(T_l·K·f) of at least 1 row; "

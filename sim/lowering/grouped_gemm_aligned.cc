@@ -43,6 +43,8 @@
 #include "sim/lowering/ep_dispatch.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
+#include "sim/util/checked_math.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -109,6 +111,14 @@ class GroupedGemmAligned final : public MoeBackend {
       return absl::InvalidArgumentError(
           absl::StrCat("expected align_size >= 0; got ", spec.knobs.align_size));
     }
+    // The receive buffer adds E·(A−1) padding rows to every token of the ep group: checked
+    // before any shape is built from it.
+    PERFSIM_RETURN_IF_ERROR(spec.ValidateLimits());
+    constexpr absl::string_view kBuffer =
+        "bytes of the aligned receive buffer [EP*T_l*K + E*(A-1), D] in f32";
+    PERFSIM_ASSIGN_OR_RETURN(const int64_t buffer_bytes,
+                             CheckedProduct(kBuffer, {ReceiveRows(spec), spec.model.d_model(), 4}));
+    PERFSIM_RETURN_IF_ERROR(CheckAtMost(kBuffer, buffer_bytes, kMaxStepBufferBytes));
     return absl::OkStatus();
   }
 

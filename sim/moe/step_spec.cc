@@ -1,11 +1,14 @@
 #include "sim/moe/step_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sim/util/checked_math.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 
@@ -91,12 +94,63 @@ StepSpec StepSpec::Defaults(ModelConfig model) {
   return spec;
 }
 
+// The plausibility limits of step_spec.h, before anything multiplies the spec's numbers
+// unchecked (tokens(), num_devices(), the lowerings' shapes).
+absl::Status StepSpec::ValidateLimits() const {
+  const StepSpec& spec = *this;
+  const Parallelism& p = spec.parallelism;
+  if (spec.batch < 1 || spec.seq < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected batch >= 1 and seq >= 1; got batch ", spec.batch, ", seq ", spec.seq));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(const int64_t tokens,
+                           CheckedMul("tokens = batch * seq", spec.batch, spec.seq));
+  PERFSIM_RETURN_IF_ERROR(CheckAtMost("tokens = batch * seq", tokens, kMaxStepTokens));
+  if (p.dp < 1 || p.fsdp < 1 || p.ep < 1 || p.tp < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("expected every mesh axis >= 1; got ",
+                                                   ParallelismToString(p)));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(const int64_t devices,
+                           CheckedProduct("devices = dp * fsdp * ep * tp",
+                                          {p.dp, p.fsdp, p.ep, p.tp}));
+  PERFSIM_RETURN_IF_ERROR(CheckAtMost("devices = dp * fsdp * ep * tp", devices, kMaxStepDevices));
+
+  const ModelConfig& m = spec.model;
+  const int64_t width = std::max({m.d_model(), m.expert_ffn_dim(), m.num_experts(),
+                                  m.num_shared_experts() * m.shared_expert_ffn_dim()});
+  constexpr absl::string_view kActivation =
+      "bytes of the largest activation [tokens * K, max(D, F, H, E)] in f32";
+  PERFSIM_ASSIGN_OR_RETURN(const int64_t bytes,
+                           CheckedProduct(kActivation, {tokens, m.experts_per_token(), width, 4}));
+  PERFSIM_RETURN_IF_ERROR(CheckAtMost(kActivation, bytes, kMaxStepBufferBytes));
+
+  const BackendKnobs& k = spec.knobs;
+  for (const auto& [name, projection] : {std::pair{"wi", &k.wi}, std::pair{"wo", &k.wo}}) {
+    for (const auto& [kernel, t] :
+         {std::pair{"fwd", &projection->fwd}, std::pair{"dlhs", &projection->dlhs},
+          std::pair{"drhs", &projection->drhs}}) {
+      for (const auto& [dim, v] : {std::pair{"tm", t->tm}, std::pair{"tk", t->tk},
+                                   std::pair{"tn", t->tn}}) {
+        PERFSIM_RETURN_IF_ERROR(
+            CheckAtMost(absl::StrCat("tiling ", name, ".", kernel, " ", dim), v, kMaxStepTile));
+      }
+    }
+  }
+  PERFSIM_RETURN_IF_ERROR(CheckAtMost("fused_tile", k.fused_tile, kMaxStepTile));
+  PERFSIM_RETURN_IF_ERROR(CheckAtMost("align_size", k.align_size, kMaxStepTile));
+  for (const auto& [name, factor] : {std::pair{"capacity_factor", k.capacity_factor},
+                                     std::pair{"ragged_buffer_factor", k.ragged_buffer_factor}}) {
+    if (!std::isfinite(factor) || factor > kMaxStepBufferFactor) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": expected a finite number at most ",
+                                                     kMaxStepBufferFactor, "; got ", factor));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StepSpec::Validate() const {
   const Parallelism& p = parallelism;
-  if (batch < 1 || seq < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected batch >= 1 and seq >= 1; got batch ", batch, ", seq ", seq));
-  }
+  PERFSIM_RETURN_IF_ERROR(ValidateLimits());
   if (tokens() % token_shards() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected batch·seq divisible by dp·fsdp·ep to split tokens over devices; got ", tokens(),

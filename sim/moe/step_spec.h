@@ -124,10 +124,41 @@ struct StepSpec {
   int64_t experts_per_device() const { return model.num_experts() / parallelism.ep; }
   int64_t ffn_per_device() const { return model.expert_ffn_dim() / parallelism.tp; }
 
-  // Divisibility: B·S by DP·FSDP·EP, E by EP, F by TP, D by FSDP, a known phase.
-  // Errors read "expected X; got Y".
+  // Plausibility limits (below), checked with overflow-checked arithmetic, then
+  // divisibility: B·S by DP·FSDP·EP, E by EP, F by TP, D by FSDP, a known phase.
+  // Errors read "expected X; got Y" and name the quantity and the limit:
+  //   "tokens = batch * seq: 3 * 6148914691236517206 overflows int64 (max 9223372036854775807)"
+  //   "tokens = batch * seq: expected at most 4294967296; got 68719476736"
   absl::Status Validate() const;
+  // The plausibility limits alone (Validate's first part): after it, tokens(), num_devices()
+  // and products of them with the model's dimensions cannot overflow. Backends whose
+  // Supports() derives buffer sizes call it first.
+  absl::Status ValidateLimits() const;
 };
+
+// Plausibility limits of a StepSpec (StepSpec::Validate). They are far beyond any real step
+// and chosen so that every size a lowering derives from a valid spec (a shape's elements and
+// bytes, a buffer's rows) fits int64 with room to spare; a spec beyond them is bad input
+// (exit 2), never a wrapped size.
+//   tokens = batch·seq <= 2^32 (4,294,967,296): 68x the largest published global batch,
+//     DeepSeek-V3's 15,360 sequences of 4,096 tokens (62,914,560).
+inline constexpr int64_t kMaxStepTokens = int64_t{1} << 32;
+//   devices = dp·fsdp·ep·tp <= 2^20 (1,048,576): ten times the largest training clusters.
+inline constexpr int64_t kMaxStepDevices = int64_t{1} << 20;
+//   The largest activation a step holds, [tokens·K rows, max(D, F, H, E)] in f32, and every
+//   backend's derived buffer (capacity slots, ragged receive rows, aligned rows) of that
+//   width: <= 2^50 bytes (1 PiB), hundreds of times the memory of the largest TPU slice. At
+//   most 2^50 bytes, every shape the lowerings build from it leaves 2^13 of headroom in int64.
+inline constexpr int64_t kMaxStepBufferBytes = int64_t{1} << 50;
+//   Tiles (--tiling-wi/wo tm,tk,tn, --fused-tile) and --align-size <= 2^20 (1,048,576): real
+//   kernel tiles and alignments are at most a few thousand rows or columns; at the limit a
+//   tile allocated at full size is tm·tk·4 <= 2^42 bytes, and aligned rows grow by at most
+//   E·2^20 <= 2^34.
+inline constexpr int64_t kMaxStepTile = int64_t{1} << 20;
+//   --capacity-factor and --ragged-buffer-factor <= 2^14 (16,384), finite: a capacity factor
+//   of E/K and a ragged buffer factor of min(EP, E/K) already drop nothing, and E <= 2^14
+//   (sim/moe/model_validate.cc).
+inline constexpr double kMaxStepBufferFactor = 16384.0;
 
 }  // namespace perfsim
 

@@ -94,7 +94,7 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
               "--ragged-buffer-factor", "nan"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("expected a finite ragged_buffer_factor"));
+  EXPECT_THAT(r.err, HasSubstr("ragged_buffer_factor: expected a finite number at most 16384"));
   r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
               "--ragged-buffer-factor", "0.001"});
   EXPECT_EQ(r.code, 2);

@@ -549,7 +549,7 @@ TEST(EpRaggedA2aTest, BadBufferFactorsAreInvalidArguments) {
   spec.knobs.ragged_buffer_factor = std::nan("");
   EXPECT_THAT(LowerStep(spec).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("expected a finite ragged_buffer_factor")));
+                       HasSubstr("ragged_buffer_factor: expected a finite number")));
   // T_l·K = 16·2 = 32 rows: f = 0.01 gives int(0.32) = 0 rows.
   spec.knobs.ragged_buffer_factor = 0.01;
   EXPECT_THAT(LowerStep(spec).status(),
