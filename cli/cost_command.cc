@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -194,7 +195,15 @@ int RunCostCommand(const std::vector<std::string>& args, CliIo& io) {
       LoadVerifiedModule(flags->positional()[0], io.in);
   if (!module.ok()) return ReportStatus(module.status(), io);
   absl::StatusOr<ModuleCost> cost = CostModule(**module, *chip, options);
-  if (!cost.ok()) return ReportStatus(cost.status(), io);
+  if (!cost.ok()) {
+    // "file:line:col: " when the message starts with the instruction's location.
+    const std::string message(cost.status().message());
+    const bool located = !message.empty() && absl::ascii_isdigit(message[0]);
+    return ReportStatus(
+        absl::Status(cost.status().code(), absl::StrCat(InputName(flags->positional()[0]),
+                                                        located ? ":" : ": ", message)),
+        io);
+  }
   if (*format == "json") {
     PrintJson(**module, *chip, options.mode, *cost, io.out);
   } else {

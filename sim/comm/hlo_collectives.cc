@@ -331,19 +331,25 @@ const Instruction* AsyncWrapped(const Instruction& instruction) {
 }  // namespace
 
 bool IsCollectiveInstruction(const Instruction& instruction) {
-  switch (instruction.opcode()) {
+  // async-update and async-done follow their start (or the update before them): walk back
+  // to it iteratively, since the chain's length comes from the input.
+  const Instruction* start = &instruction;
+  while (start->opcode() == Opcode::kAsyncUpdate || start->opcode() == Opcode::kAsyncDone) {
+    if (start->operand_count() != 1 || start->operand(0) == nullptr) return false;
+    start = start->operand(0);
+  }
+  switch (start->opcode()) {
     case Opcode::kAsyncStart:
-      return AsyncWrapped(instruction) != nullptr;
+      return AsyncWrapped(*start) != nullptr;
     case Opcode::kAsyncUpdate:
     case Opcode::kAsyncDone:
-      // They follow their start (or the update before them).
-      return instruction.operand_count() == 1 && IsCollectiveInstruction(*instruction.operand(0));
+      return false;  // not reached: the loop above walked past them
     case Opcode::kAllGatherDone:
     case Opcode::kAllReduceDone:
     case Opcode::kCollectivePermuteDone:
       return true;
     default:
-      return IsCollective(instruction.opcode());
+      return IsCollective(start->opcode());
   }
 }
 

@@ -12,8 +12,7 @@
 namespace perfsim {
 namespace {
 
-// Devices beyond this are refused: routing is quadratic in the group size.
-constexpr int64_t kMaxDevices = int64_t{1} << 20;
+constexpr int64_t kMaxDevices = kMaxSliceDevices;
 
 std::string JoinSizes(absl::Span<const int64_t> sizes) { return absl::StrJoin(sizes, "x"); }
 

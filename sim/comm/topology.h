@@ -45,6 +45,10 @@
 
 namespace perfsim {
 
+// The most devices a slice may have; a larger slice shape, or a module naming a device id at or
+// beyond it, is refused (InvalidArgument): collective routing is quadratic in the group size.
+inline constexpr int64_t kMaxSliceDevices = int64_t{1} << 20;
+
 enum class LinkKind { kTorus, kSwitch, kScaleOut, kOnChip };
 
 // "torus", "switch", "scale_out", "on_chip".

@@ -12,6 +12,7 @@
 #include "sim/comm/topology.h"
 #include "sim/cost/op_cost.h"
 #include "sim/cost/op_counts.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -26,23 +27,53 @@ bool HasCollective(const Module& module) {
   return false;
 }
 
+// The largest device id `instruction`'s replica groups and source-target pairs name, -1 for
+// none.
+int64_t LargestDeviceId(const Instruction& instruction) {
+  int64_t largest = -1;
+  const InstructionAttributes& a = instruction.attributes();
+  if (a.replica_groups.has_value()) {
+    for (const std::vector<int64_t>& group : a.replica_groups->groups) {
+      for (int64_t id : group) largest = std::max(largest, id);
+    }
+  }
+  if (a.source_target_pairs.has_value()) {
+    for (const auto& [source, target] : *a.source_target_pairs) {
+      largest = std::max({largest, source, target});
+    }
+  }
+  return largest;
+}
+
+// InvalidArgument naming the first instruction whose collective names a device id at or beyond
+// kMaxSliceDevices: the slice such a module needs is larger than any perfsim models, and
+// building or searching for it would take time and memory in proportion to the id, not to the
+// module.
+absl::Status CheckDeviceIds(const Module& module) {
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      const int64_t id = LargestDeviceId(*instruction);
+      if (id < kMaxSliceDevices) continue;
+      const SourceLocation& at = instruction->location();
+      return absl::InvalidArgumentError(absl::StrCat(
+          at.line > 0 ? absl::StrCat(at.line, ":", at.column, ": ") : std::string(),
+          instruction->name(), ": expected device ids below ", kMaxSliceDevices,
+          " (the largest slice perfsim models); got device ", id));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t ModuleDeviceCount(const Module& module) {
-  int64_t devices = std::max<int64_t>(1, module.replica_count() * module.num_partitions());
+  int64_t devices = 1;
+  if (!TryMul(module.replica_count(), module.num_partitions(), &devices)) devices = kInt64Max;
+  devices = std::max<int64_t>(1, devices);
   for (const auto& computation : module.computations()) {
     for (const auto& instruction : computation->instructions()) {
-      const InstructionAttributes& a = instruction->attributes();
-      if (a.replica_groups.has_value()) {
-        for (const std::vector<int64_t>& group : a.replica_groups->groups) {
-          for (int64_t id : group) devices = std::max(devices, id + 1);
-        }
-      }
-      if (a.source_target_pairs.has_value()) {
-        for (const auto& [source, target] : *a.source_target_pairs) {
-          devices = std::max({devices, source + 1, target + 1});
-        }
-      }
+      const int64_t id = LargestDeviceId(*instruction);
+      if (id >= devices) devices = id == kInt64Max ? id : id + 1;
     }
   }
   return devices;
@@ -94,10 +125,12 @@ absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices,
     if (exact.ok()) return exact;
     first_error = exact.status();
   }
-  if (devices <= 0 || !allow_larger) return first_error;
+  if (devices <= 0 || devices > kMaxSliceDevices || !allow_larger) return first_error;
   // The next count the slice rules allow is close: a multiple of 4 chips per torus axis, or of
-  // the NVLink domain.
-  for (int64_t n = devices + 1; n <= 2 * devices + 1024; ++n) {
+  // the NVLink domain. The window is bounded so that a count no slice allows (beyond the
+  // chip's domain) costs a few thousand tries, not a number proportional to the count.
+  const int64_t last = std::min({2 * devices + 1024, devices + 4096, kMaxSliceDevices});
+  for (int64_t n = devices + 1; n <= last; ++n) {
     absl::StatusOr<std::string> larger = SliceShapeForDevices(chip, n);
     if (!larger.ok()) continue;
     absl::StatusOr<Topology> topology = Topology::Create(chip, *larger);
@@ -113,6 +146,7 @@ absl::StatusOr<ModuleCost> CostModule(const Module& module, const Chip& chip,
         absl::StrCat("module ", module.name(), ": expected an entry computation; got none"));
   }
   ModuleCost result;
+  PERFSIM_RETURN_IF_ERROR(CheckDeviceIds(module));
   result.num_devices = options.num_devices > 0 ? options.num_devices : ModuleDeviceCount(module);
 
   // Collectives need a slice to run on; a module without them needs none.

@@ -68,8 +68,9 @@ absl::StatusOr<std::string> SliceShapeForDevices(const Chip& chip, int64_t devic
 absl::StatusOr<Topology> TopologyForDevices(const Chip& chip, int64_t devices,
                                             bool allow_larger = true);
 
-// InvalidArgument for a module without an entry computation, a bad device count, or an
-// instruction CostInstruction rejects (the message names it).
+// InvalidArgument for a module without an entry computation, a bad device count, a collective
+// naming a device id at or beyond kMaxSliceDevices (refused before any slice is built or
+// searched for), or an instruction CostInstruction rejects (the message names it).
 absl::StatusOr<ModuleCost> CostModule(const Module& module, const Chip& chip,
                                       const ModuleCostOptions& options);
 
