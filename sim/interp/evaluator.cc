@@ -439,10 +439,13 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
           keep_going = go.array().GetAsInt64(0) != 0;
         }
         if (!keep_going) break;
-        if (iteration >= options().max_while_iterations) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("expected the loop to end within max_while_iterations=",
-                           options().max_while_iterations, "; got more iterations"));
+        // One budget for every loop of the device, nested ones included: a per-loop cap
+        // would let two nested loops run its square.
+        if (++loop_iterations_ > options().max_loop_iterations) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "expected the device's while loops to end within --max-loop-iterations ",
+              options().max_loop_iterations, " iterations in all; got more (this loop at ",
+              "iteration ", iteration + 1, " had not ended)"));
         }
         PERFSIM_ASSIGN_OR_RETURN(state, Evaluate(*instruction.body(), {state}));
       }

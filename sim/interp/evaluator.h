@@ -105,6 +105,8 @@ class DeviceEvaluator {
   // Constants are materialised (and counted) once per device.
   absl::flat_hash_map<const Instruction*, Value> constants_;
   uint64_t rng_counter_ = 0;
+  // While-loop iterations this device has run (InterpreterOptions::max_loop_iterations).
+  int64_t loop_iterations_ = 0;
 };
 
 using OperandValues = absl::Span<const Value* const>;

@@ -1,7 +1,14 @@
 // RunModule: checks inputs, builds the plans, and runs one DeviceEvaluator per virtual device
 // (on threads when there is more than one device; the collective hub keeps them in step).
+// Threads: a module without collectives runs its devices on at most num_threads (or the
+// cores) worker threads; one with collectives needs a thread per device, since a device waits
+// for its group deep inside its own evaluation.
 #include "sim/interp/interpreter.h"
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -10,6 +17,8 @@
 #include "sim/interp/evaluator.h"
 #include "sim/interp/memory_plan.h"
 #include "sim/interp/value.h"
+#include "sim/ir/opcode.h"
+#include "sim/ir/verifier.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
@@ -84,6 +93,51 @@ absl::StatusOr<MemoryNeed> NeedFromPlans(const Module& module, const RunContext&
   return need;
 }
 
+// Devices computing at once: --threads, or the machine's cores when it is 0, never more than
+// the devices.
+int64_t ComputingThreads(int64_t num_threads, int64_t num_devices) {
+  int64_t threads = num_threads;
+  if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  return std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, num_devices));
+}
+
+// Only collectives make a device wait for another (CollectiveHub::Exchange).
+bool HasCollectives(const Module& module) {
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (IsCollective(instruction->opcode())) return true;
+    }
+  }
+  return false;
+}
+
+// Starts `body` on a new thread appended to `threads`; ResourceExhausted (never an exception
+// or an abort) when the system refuses the thread.
+template <typename Body>
+absl::Status StartThread(std::vector<std::thread>& threads, Body body) {
+  try {
+    threads.emplace_back(std::move(body));
+  } catch (const std::system_error& error) {
+    return absl::ResourceExhaustedError(error.what());
+  }
+  return absl::OkStatus();
+}
+
+// Runs run_device(0..n-1), each exactly once, on up to `workers` threads taking devices in
+// turn. Threads the system refuses are done without: the caller's thread works too.
+void RunOnWorkers(int64_t n, int64_t workers, const std::function<void(int64_t)>& run_device) {
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t d = next++; d < n; d = next++) run_device(d);
+  };
+  std::vector<std::thread> threads;
+  for (int64_t w = 1; w < workers; ++w) {
+    if (!StartThread(threads, work).ok()) break;
+  }
+  work();
+  for (std::thread& t : threads) t.join();
+}
+
 }  // namespace
 
 absl::StatusOr<MemoryNeed> ComputeMemoryNeed(const Module& module, int64_t num_devices,
@@ -91,6 +145,8 @@ absl::StatusOr<MemoryNeed> ComputeMemoryNeed(const Module& module, int64_t num_d
   if (module.entry() == nullptr) {
     return absl::InvalidArgumentError("module: expected an ENTRY computation");
   }
+  PERFSIM_RETURN_IF_ERROR(CheckCallDepth(module));
+  PERFSIM_RETURN_IF_ERROR(CheckCallExpansion(module));
   RunContext run;
   PERFSIM_RETURN_IF_ERROR(interp::BuildPlans(module, &run));
   return NeedFromPlans(module, run, num_devices, input_sets, nullptr);
@@ -120,6 +176,10 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
     return absl::InvalidArgumentError(
         absl::StrCat("memory budget: expected a positive size; got ", options.memory_budget_bytes));
   }
+  // The evaluator recurses once per nested call; modules that skipped VerifyModule (validate
+  // --hlo) are held to the same depth.
+  PERFSIM_RETURN_IF_ERROR(CheckCallDepth(module));
+  PERFSIM_RETURN_IF_ERROR(CheckCallExpansion(module));
   PERFSIM_ASSIGN_OR_RETURN(DeviceGrid grid, interp::MakeDeviceGrid(module, options.num_devices));
   const int64_t n = options.num_devices;
   if (inputs.size() != 1 && static_cast<int64_t>(inputs.size()) != n) {
@@ -153,7 +213,8 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
       args[s].push_back(*std::move(v));
     }
   }
-  CollectiveHub hub(n, options.num_threads);
+  const int64_t workers = ComputingThreads(options.num_threads, n);
+  CollectiveHub hub(n, workers);
   run.hub = &hub;
 
   std::vector<absl::StatusOr<Value>> results(n);
@@ -170,11 +231,31 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
   };
   if (n == 1) {
     run_device(0);
+  } else if (!HasCollectives(module)) {
+    // Devices never wait for each other: `workers` threads take devices in turn.
+    RunOnWorkers(n, workers, run_device);
   } else {
+    // A device blocks inside a collective, deep in its own evaluation, until its group
+    // arrives, so each device needs a stack of its own: one thread per device, `workers` of
+    // them computing at once (the others wait in the hub). The device count is bounded by
+    // the caller (perfsim run: --devices at most 4096).
     std::vector<std::thread> threads;
     threads.reserve(n);
-    for (int64_t d = 0; d < n; ++d) threads.emplace_back(run_device, d);
+    absl::Status started = absl::OkStatus();
+    for (int64_t d = 0; d < n; ++d) {
+      started = StartThread(threads, [&run_device, d] { run_device(d); });
+      if (started.ok()) continue;
+      // Devices that never start count as finished, so that peers waiting for them in a
+      // collective fail instead of waiting forever.
+      for (int64_t rest = d; rest < n; ++rest) hub.DeviceFinished(rest);
+      started = absl::ResourceExhaustedError(absl::StrCat(
+          "could not start the thread of device ", d, " of ", n, " (", started.message(),
+          "): a module with collectives runs each device on a thread of its own; expected "
+          "fewer devices"));
+      break;
+    }
     for (std::thread& t : threads) t.join();
+    PERFSIM_RETURN_IF_ERROR(started);
   }
   args.clear();
   PERFSIM_RETURN_IF_ERROR(FirstRootCause(results));

@@ -63,11 +63,16 @@ struct InterpreterOptions {
   // A run whose MemoryNeed::total_bytes exceeds this is refused before it starts
   // (ResourceExhausted, see CheckMemoryBudget).
   int64_t memory_budget_bytes = int64_t{4} << 30;
-  // Device threads computing at the same time; 0 means one per device. Results, and the
-  // budget decision, do not depend on it.
+  // Device threads computing at the same time; 0 means the machine's cores. Results, and the
+  // budget decision, do not depend on it. A module without collectives runs on this many
+  // threads; one with collectives starts a thread per device (a device waits for its group
+  // inside its own evaluation), this many computing at once; a thread the system refuses is
+  // ResourceExhausted, never an abort.
   int64_t num_threads = 0;
-  // A while loop running longer than this fails (guards against modules that never end).
-  int64_t max_while_iterations = 100'000'000;
+  // The most while-loop iterations one device runs, all loops together (nested ones
+  // included); one more fails with ResourceExhausted naming the loop, so that a loop that
+  // never ends is an error, not a hang. Loops at the interpreter's test sizes run far fewer.
+  int64_t max_loop_iterations = 1'000'000;
   // When set, called with every array result of every instruction (in every computation, on
   // every device, from that device's thread, so it must be thread-safe). For debugging a
   // lowering; it slows the run down.
@@ -133,8 +138,9 @@ struct RunResult {
 // type and dimensions (layouts are ignored: literals are row-major).
 // Errors: InvalidArgument for bad inputs or semantics violations (an out-of-range
 // ragged-all-to-all, a gmm tiling that does not divide m), Unimplemented for the ops above,
-// ResourceExhausted for the memory budget (before anything runs); messages name the
-// instruction.
+// ResourceExhausted for the memory budget (before anything runs), for a thread the system
+// refuses and for a while loop beyond max_loop_iterations; InvalidArgument for calls nested
+// deeper than kMaxCallDepth (sim/ir/verifier.h); messages name the instruction.
 absl::StatusOr<RunResult> RunModule(const Module& module,
                                     const std::vector<std::vector<Literal>>& inputs,
                                     const InterpreterOptions& options);

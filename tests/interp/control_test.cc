@@ -2,17 +2,23 @@
 // inputs it cannot take. The memory budget is in memory_test.cc.
 #include <cmath>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/ir/verifier.h"
 #include "sim/util/status_matchers.h"
 #include "tests/interp/interp_test_util.h"
+#include "tests/ir/generated_hlo.h"
 
 namespace perfsim {
 namespace {
 
 using ::perfsim::testing::F32;
 using ::perfsim::testing::Run1;
+using ::perfsim::testing::RunHlo;
 using ::perfsim::testing::S32;
 using ::perfsim::testing::StatusIs;
 using ::perfsim::testing::Values;
@@ -52,10 +58,110 @@ TEST(InterpControl, WhileLoopRunsUntilTheConditionFails) {
 
 TEST(InterpControl, WhileLoopLongerThanTheLimitIsAnError) {
   InterpreterOptions options;
-  options.max_while_iterations = 3;
+  options.max_loop_iterations = 3;
   EXPECT_THAT(Run1(kSumLoop, {}, options),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("w: expected the loop to end within max_while_iterations=3")));
+                       HasSubstr("w: expected the device's while loops to end within "
+                                 "--max-loop-iterations 3 iterations in all; got more (this "
+                                 "loop at iteration 4 had not ended)")));
+  // Exactly the five iterations the loop needs are within a budget of 5.
+  options.max_loop_iterations = 5;
+  PERFSIM_EXPECT_OK(Run1(kSumLoop, {}, options).status());
+}
+
+TEST(InterpControl, LoopBudgetCountsNestedLoopsTogether) {
+  // The outer loop runs 3 times, each running the inner loop 5 times (its result feeds the
+  // outer state, so it is not dead code): 3 + 15 = 18 iterations, so a budget of 17 ends the
+  // run while no single loop ever ran more than 5.
+  constexpr char kNested[] = R"(
+HloModule m
+icond {
+  s = s32[] parameter(0)
+  n = s32[] constant(5)
+  ROOT c = pred[] compare(s, n), direction=LT
+}
+ibody {
+  s = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT s1 = s32[] add(s, one)
+}
+ocond {
+  s = s32[] parameter(0)
+  n = s32[] constant(3)
+  ROOT c = pred[] compare(s, n), direction=LT
+}
+obody {
+  s = s32[] parameter(0)
+  zero = s32[] constant(0)
+  inner = s32[] while(zero), condition=icond, body=ibody
+  one = s32[] constant(1)
+  t = s32[] add(s, one)
+  used = s32[] multiply(inner, zero)
+  ROOT s1 = s32[] add(t, used)
+}
+ENTRY e {
+  zero = s32[] constant(0)
+  ROOT outer = s32[] while(zero), condition=ocond, body=obody
+})";
+  InterpreterOptions options;
+  options.max_loop_iterations = 18;
+  PERFSIM_EXPECT_OK(Run1(kNested, {}, options).status());
+  options.max_loop_iterations = 17;
+  EXPECT_THAT(Run1(kNested, {}, options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("--max-loop-iterations 17 iterations in all")));
+}
+
+TEST(InterpControl, NeverEndingLoopEndsWithTheLoopBudget) {
+  InterpreterOptions options;
+  options.max_loop_iterations = 1000;
+  EXPECT_THAT(Run1(::perfsim::testing::kNeverEndingWhileHlo, {}, options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("w: expected the device's while loops to end within "
+                                 "--max-loop-iterations 1000 iterations in all")));
+}
+
+TEST(InterpControl, CallsNestedBeyondTheLimitAreRefusedWithoutRecursing) {
+  // A module that skipped the verifier (validate --hlo runs one) is held to the same depth:
+  // 10,000 nested calls overflowed the evaluator's stack.
+  std::vector<Literal> inputs;
+  inputs.push_back(F32({}, {2}));
+  EXPECT_THAT(Run1(::perfsim::testing::CallChainHlo(10000), inputs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected calls nested at most 256 deep; got 10000")));
+  // At the limit the run works: -2 after one negate at the end of the chain.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out,
+                               Run1(::perfsim::testing::CallChainHlo(kMaxCallDepth), inputs));
+  EXPECT_EQ(out[0].GetAsDouble(0), -2);
+}
+
+TEST(InterpControl, DevicesWithoutCollectivesRunOnAtMostTheThreadsAsked) {
+  // 64 devices, --threads 2: the devices are shared out to two worker threads, not one
+  // thread each.
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT y = f32[4] negate(x)
+})";
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  InterpreterOptions options;
+  options.num_devices = 64;
+  options.num_threads = 2;
+  options.observer = [&](int64_t, const Instruction&, const Literal&) {
+    std::lock_guard<std::mutex> lock(mu);
+    threads.insert(std::this_thread::get_id());
+  };
+  std::vector<std::vector<Literal>> inputs(1);
+  inputs[0].push_back(F32({4}, {1, 2, 3, 4}));
+  PERFSIM_ASSERT_OK_AND_ASSIGN(RunResult result, RunHlo(kHlo, inputs, options));
+  ASSERT_EQ(result.outputs.size(), 64u);
+  for (const std::vector<Literal>& device : result.outputs) {
+    EXPECT_THAT(Values(device[0]), ElementsAre(-1, -2, -3, -4));
+  }
+  EXPECT_GE(threads.size(), 1u);
+  EXPECT_LE(threads.size(), 2u);
 }
 
 TEST(InterpControl, ConditionalRunsTheLastBranchForAnOutOfRangeIndex) {
