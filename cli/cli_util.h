@@ -36,6 +36,17 @@ absl::Status ExpectNoPositional(const ParsedFlags& flags);
 // integer below 2^64 is InvalidArgument "--seed: expected a non-negative integer; got 'x'".
 absl::StatusOr<uint64_t> SeedFlag(const ParsedFlags& flags, uint64_t fallback);
 
+// The machine's physical memory in bytes (sysconf), or 0 when the system does not say.
+int64_t PhysicalMemoryBytes();
+
+// A memory budget flag's value (`perfsim run` and `perfsim validate --memory-budget`): plain
+// bytes or with a unit, 512MiB, 8GiB, 1.5GB (KiB MiB GiB TiB are powers of 1024, KB MB GB TB
+// of 1000), positive and at most the machine's physical memory: a budget beyond it would let a
+// run allocate until the system kills it. InvalidArgument
+//   "--memory-budget: expected at most the machine's physical memory, 24.0 GiB (25769803776
+//    bytes); got '1TiB' (1099511627776 bytes)".
+absl::StatusOr<int64_t> ParseMemoryBudget(absl::string_view flag, const std::string& text);
+
 // The name messages call an input by: "<stdin>" for "-", else the path itself.
 std::string InputName(const std::string& path);
 

@@ -40,7 +40,7 @@ namespace {
 constexpr char kRunUsage[] =
     R"(usage: perfsim run FILE.hlo [--devices N] [--seed S] [--inputs A.npy,B.npy,...]
                    [--save-outputs DIR] [--memory-budget BYTES] [--threads N]
-                   [--format table|json]
+                   [--max-loop-iterations N] [--format table|json]
 
 Runs the entry computation of an HLO module in perfsim's CPU reference interpreter and prints,
 for every output on every device: its index, shape, checksum, NaN and Inf counts and first
@@ -51,7 +51,9 @@ values. FILE may be '-' for standard input.
                      when the header gives neither (XLA's dumps usually do not), the fewest
                      devices that every replica group and source-target pair of the module's
                      collectives fits in; 1 for a module without collectives. At most
-                     4096 (each device is a thread).
+                     4096: a module with collectives runs each device on a thread of its
+                     own (a device waits for its group inside its own evaluation); a thread
+                     the system refuses ends the run with exit 2, naming the device.
   --seed S           seeds the random inputs and the module's `rng` ops. Default 0.
   --inputs LIST      one .npy per entry parameter, comma-separated, in parameter order,
                      instead of random inputs. Each file must hold exactly the parameter's
@@ -65,9 +67,16 @@ values. FILE may be '-' for standard input.
   --memory-budget B  the most bytes of buffers alive at once, all devices together; a run
                      needing more is refused before it starts (inputs are not even made).
                      Plain bytes or with a unit: 512MiB, 8GiB, 1.5GB (KiB MiB GiB TiB are
-                     powers of 1024, KB MB GB TB of 1000). Default 4GiB.
-  --threads N        device threads at once; 0 (default) is one per device. Outputs do not
-                     depend on it.
+                     powers of 1024, KB MB GB TB of 1000). Default 4GiB; at most the
+                     machine's physical memory.
+  --threads N        devices computing at once; 0 (default) is the machine's cores. A module
+                     without collectives runs on this many threads whatever --devices is.
+                     Outputs do not depend on it.
+  --max-loop-iterations N
+                     the most while-loop iterations a device runs, all loops together,
+                     nested ones included; a run that needs more ends with exit 2 naming
+                     the loop (a loop that never ends is bad input, not a hang). Default
+                     1000000.
   --format json      machine-readable output (same fields).
 
 Random inputs (without --inputs), independent per device and parameter, from a SplitMix64
@@ -106,8 +115,9 @@ module, devices and inputs, whatever --threads says.
 Exit codes: 0 the run finished; 2 bad input: an unreadable or invalid module, a missing .npy,
 one of the wrong dtype or shape, the wrong number of them, a bad flag, or a run the
 interpreter refuses (an op it does not run on CPU, the memory budget, an out-of-range
-collective): the module or the flags asked for something that cannot be run, which is bad
-input, not a failed check (1 is for checks such as validation); 3 an internal error.
+collective, calls nested deeper than 256, a loop beyond --max-loop-iterations): the module
+or the flags asked for something that cannot be run, which is bad input, not a failed check
+(1 is for checks such as validation); 3 an internal error.
 )";
 
 // Elements shown per output.
@@ -124,6 +134,7 @@ struct RunFlags {
   std::string save_dir;                  // empty: not saved
   int64_t memory_budget_bytes = InterpreterOptions().memory_budget_bytes;
   int64_t threads = 0;
+  int64_t max_loop_iterations = InterpreterOptions().max_loop_iterations;
   bool json = false;
 };
 
@@ -145,39 +156,6 @@ absl::StatusOr<int64_t> ParseCount(const std::string& flag, const std::string& t
         absl::StrCat("--", flag, ": expected an integer >= ", min_value, "; got '", text, "'"));
   }
   return value;
-}
-
-// "8GiB" -> 8 * 2^30, "1.5GB" -> 1.5e9, "1048576" -> 1048576.
-absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
-  struct Unit {
-    const char* suffix;
-    double bytes;
-  };
-  // Longest suffixes first, so "GiB" is not read as "B".
-  static constexpr Unit kUnits[] = {
-      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
-      {"B", 1.0},
-  };
-  const auto error = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--memory-budget: expected bytes, e.g. 8GiB, 512MiB or 1000000; got '", text, "'"));
-  };
-  absl::string_view number = absl::StripAsciiWhitespace(text);
-  double scale = 1.0;
-  for (const Unit& unit : kUnits) {
-    if (absl::EndsWith(number, unit.suffix)) {
-      number.remove_suffix(absl::string_view(unit.suffix).size());
-      scale = unit.bytes;
-      break;
-    }
-  }
-  double value = 0;
-  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(number), &value) || !std::isfinite(value) ||
-      value <= 0 || value * scale >= 9.2e18) {
-    return error();
-  }
-  return static_cast<int64_t>(std::llround(value * scale));
 }
 
 absl::StatusOr<RunFlags> ParseRunFlags(const ParsedFlags& flags) {
@@ -215,10 +193,16 @@ absl::StatusOr<RunFlags> ParseRunFlags(const ParsedFlags& flags) {
     }
   }
   if (flags.Has("memory-budget")) {
-    PERFSIM_ASSIGN_OR_RETURN(run.memory_budget_bytes, ParseBytes(flags.Get("memory-budget")));
+    PERFSIM_ASSIGN_OR_RETURN(run.memory_budget_bytes,
+                             ParseMemoryBudget("memory-budget", flags.Get("memory-budget")));
   }
   if (flags.Has("threads")) {
     PERFSIM_ASSIGN_OR_RETURN(run.threads, ParseCount("threads", flags.Get("threads"), 0));
+  }
+  if (flags.Has("max-loop-iterations")) {
+    PERFSIM_ASSIGN_OR_RETURN(
+        run.max_loop_iterations,
+        ParseCount("max-loop-iterations", flags.Get("max-loop-iterations"), 1));
   }
   absl::StatusOr<std::string> format = TableOrJsonFormat(flags);
   if (!format.ok()) return format.status();
@@ -504,6 +488,7 @@ absl::Status Run(const RunFlags& run, CliIo& io) {
   options.seed = run.seed;
   options.memory_budget_bytes = run.memory_budget_bytes;
   options.num_threads = run.threads;
+  options.max_loop_iterations = run.max_loop_iterations;
   absl::StatusOr<RunResult> result = RunModule(*module, inputs, options);
   if (!result.ok()) {
     return absl::Status(result.status().code(),
@@ -540,6 +525,7 @@ int RunRunCommand(const std::vector<std::string>& args, CliIo& io) {
                                                         {"save-outputs", true},
                                                         {"memory-budget", true},
                                                         {"threads", true},
+                                                        {"max-loop-iterations", true},
                                                         {"format", true}});
   if (!flags.ok()) return ReportStatus(flags.status(), io);
   if (flags->Has("help")) {

@@ -28,6 +28,7 @@ constexpr char kValidateUsage[] =
                         [--phase fwd|fwd_bwd|all] [--devices N|all] [--seed S] [--hw NAME]
                         [--tolerance X] [--format=table|json] [step flags]
        perfsim validate --hlo FILE [--model NAME] [--parallelism ...] [--routing CASE] [--seed S]
+       both: [--memory-budget BYTES]
 
 Lowers each backend for each router family, routing case, phase and device count, verifies the
 module, runs the static checks (contracting dimensions agree by logical name; grouped weights
@@ -60,6 +61,11 @@ output).
               `perfsim lower --phase fwd` prints; output y
               [tokens, D]; compared with --model's reference MoE on random inputs (x sharded
               over dp*fsdp*ep, experts over ep, weights' D over fsdp as --parallelism says)
+  --memory-budget B  the most bytes a validation may hold: before anything is allocated, the
+              global inputs plus the dense reference's interpreter run (fwd_bwd when that
+              phase is asked for) are estimated and a need beyond B is refused (exit 2) with
+              need vs budget; each interpreter run is also held to B. Plain bytes or 512MiB,
+              8GiB, 1.5GB; default 4GiB, at most the machine's physical memory
 
 Default model nano (D=40, F=56, E=12, K=2), batch 4, seq 16. Exit 0 when every case passes,
 1 when any fails, 2 for bad input.
@@ -198,7 +204,8 @@ void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) 
 int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   std::vector<FlagSpec> specs = StepFlagSpecs();
   for (const char* name :
-       {"router", "routing", "devices", "seed", "format", "hlo", "hw", "tolerance"}) {
+       {"router", "routing", "devices", "seed", "format", "hlo", "hw", "tolerance",
+        "memory-budget"}) {
     specs.push_back({name, true});
   }
   specs.push_back({"help", false});
@@ -227,6 +234,13 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<std::vector<RoutingCase>> routings =
       ParseList<RoutingCase>(*flags, "routing", ParseRoutingCase);
   if (!routings.ok()) return ReportStatus(routings.status(), io);
+  int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes;
+  if (flags->Has("memory-budget")) {
+    absl::StatusOr<int64_t> budget =
+        ParseMemoryBudget("memory-budget", flags->Get("memory-budget"));
+    if (!budget.ok()) return ReportStatus(budget.status(), io);
+    memory_budget_bytes = *budget;
+  }
 
   std::vector<ValidationResult> results;
   if (flags->Has("hlo")) {
@@ -244,9 +258,13 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
       }
     }
     if (absl::Status valid = base->Validate(); !valid.ok()) return ReportStatus(valid, io);
+    if (absl::Status fits = CheckValidationMemory(*base, Phase::kForward, memory_budget_bytes);
+        !fits.ok()) {
+      return ReportStatus(fits, io);
+    }
     results.push_back(ValidateHloModule(*std::move(module), *base,
                                         routings->empty() ? RoutingCase::kRandom : (*routings)[0],
-                                        *seed));
+                                        *seed, memory_budget_bytes));
     results.back().backend = flags->Get("hlo");
     if (!results.back().pass && results.back().errors.empty()) {
       // Nothing ran: the module does not fit the contract. That is bad input.
@@ -257,7 +275,11 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   } else {
     absl::StatusOr<Chip> chip = ResolveChip(flags->Get("hw", "tpu_v5p"));
     if (!chip.ok()) return ReportStatus(Annotate(chip.status(), "--hw"), io);
-    SuiteOptions options{.base = *base, .seed = *seed, .chip = &*chip, .tolerance = tolerance};
+    SuiteOptions options{.base = *base,
+                         .seed = *seed,
+                         .chip = &*chip,
+                         .tolerance = tolerance,
+                         .memory_budget_bytes = memory_budget_bytes};
     const std::string backend = flags->Get("backend", "all");
     if (backend != "all") options.backends = absl::StrSplit(backend, ',');
     for (const std::string& name : options.backends) {
@@ -273,6 +295,15 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
     absl::StatusOr<std::vector<Phase>> phases = ParseList<Phase>(*flags, "phase", ParsePhase);
     if (!phases.ok()) return ReportStatus(phases.status(), io);
     options.phases = *phases;
+    // Estimated before any case allocates: the largest phase asked for.
+    const bool backward = options.phases.empty() ||
+                          std::find(options.phases.begin(), options.phases.end(),
+                                    Phase::kForwardBackward) != options.phases.end();
+    if (absl::Status fits = CheckValidationMemory(
+            *base, backward ? Phase::kForwardBackward : Phase::kForward, memory_budget_bytes);
+        !fits.ok()) {
+      return ReportStatus(fits, io);
+    }
     absl::StatusOr<std::vector<int64_t>> devices =
         ParseList<int64_t>(*flags, "devices", [](absl::string_view s) -> absl::StatusOr<int64_t> {
           int64_t n = 0;

@@ -9,7 +9,8 @@
 #   routing     fuzz/seeds/routing/ (routing files and --routing specs)
 #   npy         tests/testdata/hlo/jax/*.npy, fuzz/seeds/npy/
 #   sweep       fuzz/seeds/sweep/ (sweep space textprotos and shard files)
-#   cli         fuzz/seeds/cli/ (command lines of predict, lower, validate, fit and sweep)
+#   cli         fuzz/seeds/cli/ (command lines of predict, lower, validate, fit and sweep), with
+#               the dictionary fuzz/cli.dict (flag names and values)
 # fuzz/seeds/ also keeps the inputs of past findings, so that every run re-checks them.
 # Findings (crash-*, timeout-*, oom-*) land in fuzz-findings/, with one log per target.
 #   scripts/fuzz.sh [RUNS]
@@ -59,7 +60,9 @@ status=0
 for target in "${targets[@]}"; do
   echo "== ${target}_fuzzer: ${what}"
   log="fuzz-findings/${target}.log"
-  if ! ./build-fuzz/fuzz/${target}_fuzzer "${limit[@]}" -max_len="$(max_len "$target")" \
+  dict=()
+  if [[ -f "fuzz/${target}.dict" ]]; then dict=(-dict="fuzz/${target}.dict"); fi
+  if ! ./build-fuzz/fuzz/${target}_fuzzer "${limit[@]}" "${dict[@]}" -max_len="$(max_len "$target")" \
       -timeout=10 -rss_limit_mb=2048 -artifact_prefix=fuzz-findings/ -print_final_stats=1 \
       "fuzz-corpus/$target" >"$log" 2>&1; then
     echo "${target}_fuzzer found a problem; see $log and fuzz-findings/" >&2

@@ -292,6 +292,7 @@ absl::StatusOr<const std::vector<Literal>*> ReferenceCache::Get(
   ref.parallelism = Parallelism{};
   PERFSIM_ASSIGN_OR_RETURN(LoweredStep step, LowerStep(ref));
   InterpreterOptions options;
+  options.memory_budget_bytes = memory_budget_bytes_;
   PERFSIM_ASSIGN_OR_RETURN(RunResult result, RunModule(*step.module, {inputs}, options));
   return &(outputs_[key] = std::move(result.outputs[0]));
 }
@@ -302,7 +303,8 @@ bool ReferenceCache::FirstAdversarialRun(const std::string& module_key) {
 }
 
 absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
-                                                  const std::vector<Literal>& global) {
+                                                  const std::vector<Literal>& global,
+                                                  int64_t memory_budget_bytes) {
   const Parallelism& p = step.spec.parallelism;
   const int64_t n = step.spec.num_devices();
   std::vector<std::vector<Literal>> inputs(n);
@@ -313,6 +315,7 @@ absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
   }
   InterpreterOptions options;
   options.num_devices = n;
+  options.memory_budget_bytes = memory_budget_bytes;
   PERFSIM_ASSIGN_OR_RETURN(RunResult run, RunModule(*step.module, inputs, options));
   std::vector<Literal> outputs;
   for (size_t o = 0; o < step.outputs.size(); ++o) {
@@ -407,7 +410,7 @@ void RunAdversarial(const LoweredStep& step, const ValidationCase& c, ReferenceC
     r.message = absl::StrCat(context, "reference: ", want.status().message());
     return;
   }
-  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global);
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global, c.memory_budget_bytes);
   if (!got.ok()) {
     r.pass = false;
     r.message = absl::StrCat(context, "run: ", got.status().message());
@@ -450,7 +453,7 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
   }
   absl::StatusOr<const std::vector<Literal>*> want = cache.Get(spec, global, key);
   if (!want.ok()) return fail(absl::StrCat("reference: ", want.status().message()));
-  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global);
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global, c.memory_budget_bytes);
   if (!got.ok()) {
     // An unsharding error (replicas that disagree) is a wrong result, not a failed run.
     const bool replicas = got.status().code() == absl::StatusCode::kInternal;

@@ -47,6 +47,10 @@
 
 namespace perfsim {
 
+// The default of `perfsim validate --memory-budget`, and the budget each interpreter run of a
+// validation is held to (the interpreter's own default).
+inline constexpr int64_t kDefaultValidationMemoryBudgetBytes = int64_t{4} << 30;
+
 enum class RoutingCase { kRandom, kSkewed, kEmptyExperts, kOneExpert, kTinyScores, kAdversarial };
 absl::string_view RoutingCaseName(RoutingCase routing);
 // Any of the six names.
@@ -109,6 +113,8 @@ struct ValidationCase {
   const Chip* chip = nullptr;
   // The tolerance on the ∞-norm relative error; 0 = ToleranceFor(spec).
   double tolerance = 0;
+  // Each interpreter run of the case is refused beyond it (before it allocates).
+  int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes;
 };
 
 // Tolerance on the ∞-norm relative error. f32 models: 1e-5 (f32's unit roundoff is 6e-8; the
@@ -132,6 +138,10 @@ double ToleranceFor(const StepSpec& spec);
 // outputs. Also remembers which modules have had their adversarial run (once per module).
 class ReferenceCache {
  public:
+  // Reference runs are refused beyond `memory_budget_bytes` (before they allocate).
+  explicit ReferenceCache(int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes)
+      : memory_budget_bytes_(memory_budget_bytes) {}
+
   absl::StatusOr<const std::vector<Literal>*> Get(const StepSpec& spec,
                                                   const std::vector<Literal>& inputs,
                                                   const std::string& key);
@@ -139,6 +149,7 @@ class ReferenceCache {
   bool FirstAdversarialRun(const std::string& module_key);
 
  private:
+  int64_t memory_budget_bytes_;
   std::map<std::string, std::vector<Literal>> outputs_;
   std::set<std::string> adversarial_done_;
 };
@@ -155,8 +166,9 @@ absl::StatusOr<Literal> Unshard(const std::vector<Literal>& shards, const Tensor
                                 const Parallelism& p);
 // Runs `step` on every device's shard of the `global` inputs (one per step.parameters) and
 // returns every output unsharded (one per step.outputs).
-absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
-                                                  const std::vector<Literal>& global);
+absl::StatusOr<std::vector<Literal>> RunUnsharded(
+    const LoweredStep& step, const std::vector<Literal>& global,
+    int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes);
 
 // Runs an already-lowered step (possibly mutated by a test) against the reference.
 ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& c,
@@ -183,6 +195,7 @@ struct SuiteOptions {
   uint64_t seed = 1;
   const Chip* chip = nullptr;  // fit-check kernels against it (ValidationCase::chip)
   double tolerance = 0;        // ValidationCase::tolerance
+  int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes;  // every interpreter run
 };
 
 std::vector<ValidationResult> RunSuite(const SuiteOptions& options);
@@ -197,8 +210,28 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options);
 // of a tuple root). `spec.parallelism` says how the inputs are sharded: x over dp·fsdp·ep,
 // experts over ep, every weight's D over fsdp (F is never split). Dims taken from the module
 // must match the model's.
-ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
-                                   RoutingCase routing, uint64_t seed);
+ValidationResult ValidateHloModule(
+    std::unique_ptr<Module> module, const StepSpec& spec, RoutingCase routing, uint64_t seed,
+    int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes);
+
+// What validating `spec`'s model and tokens holds at least, known before anything is
+// allocated: the global inputs every case makes (MakeGlobalInputs) plus the run of the dense
+// reference on one device (its interpreter MemoryNeed), for the dense_einsum lowering of
+// `phase`. Each case's own sharded run adds to it; it is refused on its own if beyond the
+// budget. InvalidArgument when a byte count overflows int64.
+struct ValidationMemory {
+  int64_t total_bytes = 0;
+  int64_t input_bytes = 0;      // global inputs
+  int64_t reference_bytes = 0;  // the reference run's MemoryNeed::total_bytes
+};
+absl::StatusOr<ValidationMemory> EstimateValidationMemory(const StepSpec& spec, Phase phase);
+
+// OK when EstimateValidationMemory(spec, phase) is within `budget_bytes`; else
+// ResourceExhausted with need vs budget:
+//   "validate: the dense reference of batch 10000 x seq 10000 tokens (fwd_bwd) needs
+//    2697200702900 bytes (global inputs 32000351408 + reference run 2665200351492); budget
+//    4294967296 bytes (--memory-budget): expected a need within the budget"
+absl::Status CheckValidationMemory(const StepSpec& spec, Phase phase, int64_t budget_bytes);
 
 }  // namespace perfsim
 #endif  // PERFSIM_SIM_VALIDATE_VALIDATE_H_

@@ -4,6 +4,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sim/interp/interpreter.h"
+#include "sim/ir/primitive_type.h"
+#include "sim/util/checked_math.h"
+#include "sim/util/status.h"
 #include "sim/validate/validate.h"
 #include "sim/validate/validate_internal.h"
 
@@ -24,7 +27,7 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options) {
   std::vector<int64_t> devices =
       options.devices.empty() ? std::vector<int64_t>{1, 2, 4, 8} : options.devices;
   if (options.parallelism.has_value()) devices = {options.parallelism->num_devices()};
-  ReferenceCache cache;
+  ReferenceCache cache(options.memory_budget_bytes);
   std::vector<ValidationResult> results;
   for (const std::string& name : backends) {
     absl::StatusOr<const MoeBackend*> backend = FindBackend(name);
@@ -34,7 +37,8 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options) {
           for (RoutingCase routing : routings) {
             ValidationCase c{.spec = options.base, .router = router, .routing = routing,
                              .seed = options.seed, .chip = options.chip,
-                             .tolerance = options.tolerance};
+                             .tolerance = options.tolerance,
+                             .memory_budget_bytes = options.memory_budget_bytes};
             c.spec.backend = name;
             c.spec.phase = phase;
             if (backend.ok()) {
@@ -85,7 +89,8 @@ std::vector<TensorSpec> UserParameters(const LoweredStep& ref) {
 }  // namespace
 
 ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
-                                   RoutingCase routing, uint64_t seed) {
+                                   RoutingCase routing, uint64_t seed,
+                                   int64_t memory_budget_bytes) {
   ValidationResult r{.backend = "hlo",
                      .router = "model",
                      .routing = std::string(RoutingCaseName(routing)),
@@ -135,14 +140,14 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
                              spec.model.name(), "; got ", given);
     return r;
   }
-  ReferenceCache cache;
+  ReferenceCache cache(memory_budget_bytes);
   std::vector<Literal> global = MakeGlobalInputs(*ref, routing, seed);
   absl::StatusOr<const std::vector<Literal>*> want = cache.Get(layout, global, "hlo");
   if (!want.ok()) {
     r.message = absl::StrCat("reference: ", want.status().message());
     return r;
   }
-  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global);
+  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global, memory_budget_bytes);
   if (!got.ok()) {
     r.message = absl::StrCat("run: ", got.status().message());
     return r;
@@ -158,6 +163,42 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
   }
   r.errors.push_back(std::move(e));
   return r;
+}
+
+absl::StatusOr<ValidationMemory> EstimateValidationMemory(const StepSpec& spec, Phase phase) {
+  StepSpec ref = spec;
+  ref.backend = "dense_einsum";
+  ref.phase = phase;
+  ref.parallelism = Parallelism{};
+  // Lowering builds shapes, not data: it allocates in proportion to the module, not the tokens.
+  PERFSIM_ASSIGN_OR_RETURN(LoweredStep step, LowerStep(ref));
+  ValidationMemory memory;
+  for (const TensorSpec& t : step.parameters) {
+    int64_t bytes = ByteWidth(t.type);
+    for (int64_t d : t.global_dims) {
+      PERFSIM_ASSIGN_OR_RETURN(bytes,
+                               CheckedMul(absl::StrCat("bytes of input ", t.name), bytes, d));
+    }
+    PERFSIM_ASSIGN_OR_RETURN(memory.input_bytes,
+                             CheckedAdd("bytes of the global inputs", memory.input_bytes, bytes));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(MemoryNeed need, ComputeMemoryNeed(*step.module, 1, 1));
+  memory.reference_bytes = need.total_bytes;
+  PERFSIM_ASSIGN_OR_RETURN(memory.total_bytes,
+                           CheckedAdd("bytes validate needs", memory.input_bytes,
+                                      memory.reference_bytes));
+  return memory;
+}
+
+absl::Status CheckValidationMemory(const StepSpec& spec, Phase phase, int64_t budget_bytes) {
+  PERFSIM_ASSIGN_OR_RETURN(ValidationMemory need, EstimateValidationMemory(spec, phase));
+  if (need.total_bytes <= budget_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "validate: the dense reference of batch ", spec.batch, " x seq ", spec.seq, " tokens (",
+      PhaseName(phase),
+      ") needs ", need.total_bytes, " bytes (global inputs ", need.input_bytes,
+      " + reference run ", need.reference_bytes, "); budget ", budget_bytes,
+      " bytes (--memory-budget): expected a need within the budget"));
 }
 
 }  // namespace perfsim
