@@ -162,9 +162,9 @@ absl::StatusOr<Value> AllGather(DeviceEvaluator& ev, const Instruction& instruct
           absl::StrCat("expected a dimension of ", in_shape.ToString(false), "; got ", dim));
     }
     std::vector<int64_t> dims = in_shape.dimensions();
-    PERFSIM_ASSIGN_OR_RETURN(dims[dim], CheckedMul(absl::StrCat("all-gather dimension ", dim,
-                                                                " size * group size"),
-                                                   dims[dim], static_cast<int64_t>(group.size())));
+    PERFSIM_ASSIGN_OR_RETURN(
+        dims[dim], CheckedMul(absl::StrCat("all-gather dimension ", dim, " size * group size"),
+                              dims[dim], static_cast<int64_t>(group.size())));
     PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
                              ev.Allocate(Shape::Array(in_shape.element_type(), dims)));
     for (size_t j = 0; j < all.size(); ++j) {
@@ -320,8 +320,8 @@ absl::StatusOr<Value> RaggedAllToAll(DeviceEvaluator& ev, const Instruction& ins
   for (int64_t k = 3; k < 6; ++k) {
     if (operands[k]->array().element_count() != metadata_count) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "expected offsets and sizes of ", metadata_count, " elements each; got operand ", k,
-          " ", operands[k]->array_shape().ToString(false)));
+          "expected offsets and sizes of ", metadata_count, " elements each; got operand ", k, " ",
+          operands[k]->array_shape().ToString(false)));
     }
   }
   const int64_t updates = metadata_count / n;
@@ -366,10 +366,9 @@ absl::StatusOr<Value> RaggedAllToAll(DeviceEvaluator& ev, const Instruction& ins
       PERFSIM_RETURN_IF_ERROR(CheckRange(
           absl::StrCat(which, ": input rows input_offsets[", index, "] + send_sizes[", index, "]"),
           in_offset, size, in_rows));
-      PERFSIM_RETURN_IF_ERROR(CheckRange(
-          absl::StrCat(which, ": output rows output_offsets[", index, "] + send_sizes[", index,
-                       "]"),
-          out_offset, size, out_rows));
+      PERFSIM_RETURN_IF_ERROR(CheckRange(absl::StrCat(which, ": output rows output_offsets[", index,
+                                                      "] + send_sizes[", index, "]"),
+                                         out_offset, size, out_rows));
       std::memcpy(dst + out_offset * out_row_bytes, input.data().data() + in_offset * out_row_bytes,
                   size * out_row_bytes);
     }

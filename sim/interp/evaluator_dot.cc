@@ -152,9 +152,8 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> GroupSizeTable(const Literal& 
       }
       // Sizes are data: an s64 size near the int64 limit must not wrap the total below the
       // ragged dimension and pass the check after the loop.
-      PERFSIM_ASSIGN_OR_RETURN(total,
-                               CheckedAdd(absl::StrCat("group_sizes sum up to group ", g), total,
-                                          size));
+      PERFSIM_ASSIGN_OR_RETURN(
+          total, CheckedAdd(absl::StrCat("group_sizes sum up to group ", g), total, size));
       table[b][g] = size;
     }
     if (total > ragged_size) {

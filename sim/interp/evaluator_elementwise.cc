@@ -733,8 +733,8 @@ absl::StatusOr<Value> EvalRng(DeviceEvaluator& ev, const Instruction& instructio
       const int64_t hi = operands[1]->array().GetAsInt64(0);
       // In uint64: hi - lo of data bounds (s64 -2^63 and 2^63-1) overflows int64.
       const uint64_t span = hi > lo ? static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) : 1;
-      out->SetFromInt64(
-          i, static_cast<int64_t>(static_cast<uint64_t>(lo) + ev.NextRandom() % span));
+      out->SetFromInt64(i,
+                        static_cast<int64_t>(static_cast<uint64_t>(lo) + ev.NextRandom() % span));
     }
   }
   return Value::Array(std::move(out));

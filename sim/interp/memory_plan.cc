@@ -159,8 +159,8 @@ class Planner {
     int64_t bytes = 0;
     for (const Computation* c : instruction.called_computations()) {
       PERFSIM_ASSIGN_OR_RETURN(const Summary* s, Summarize(*c));
-      bytes = SaturatingAdd(bytes, SaturatingAdd(s->parameter_bytes,
-                                                 SaturatingAdd(s->root_bytes, s->peak_bytes)));
+      bytes = SaturatingAdd(
+          bytes, SaturatingAdd(s->parameter_bytes, SaturatingAdd(s->root_bytes, s->peak_bytes)));
     }
     return bytes;
   }
@@ -263,8 +263,7 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
   auto fresh_with_calls = [&](int64_t extra_bytes) -> absl::StatusOr<Step> {
     Step step = Fresh(shape, walk);
     PERFSIM_ASSIGN_OR_RETURN(const int64_t call_bytes, PerElementCallBytes(instruction));
-    step.running_bytes =
-        SaturatingAdd(step.running_bytes, SaturatingAdd(call_bytes, extra_bytes));
+    step.running_bytes = SaturatingAdd(step.running_bytes, SaturatingAdd(call_bytes, extra_bytes));
     return step;
   };
 
@@ -449,8 +448,8 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
           group = static_cast<int64_t>(attrs.replica_groups->groups[0].size());
         }
         step.running_bytes =
-            SaturatingAdd(step.running_bytes, instruction.operand(0)->shape().ByteSize() /
-                                                  std::max<int64_t>(1, group));
+            SaturatingAdd(step.running_bytes,
+                          instruction.operand(0)->shape().ByteSize() / std::max<int64_t>(1, group));
       }
       return step;
     }

@@ -172,11 +172,9 @@ class CapacityEinsum final : public MoeBackend {
         const int64_t mask_bytes,
         CheckedProduct(kMask, {b_l, spec.seq, e, CapacityPerSequence(spec), 4}));
     PERFSIM_RETURN_IF_ERROR(CheckAtMost(kMask, mask_bytes, kMaxStepBufferBytes));
-    constexpr absl::string_view kSlots =
-        "bytes of the expert buffer [E, B_l, C, max(D, F)] in f32";
-    PERFSIM_ASSIGN_OR_RETURN(
-        const int64_t slot_bytes,
-        CheckedProduct(kSlots, {e, b_l, CapacityPerSequence(spec), width, 4}));
+    constexpr absl::string_view kSlots = "bytes of the expert buffer [E, B_l, C, max(D, F)] in f32";
+    PERFSIM_ASSIGN_OR_RETURN(const int64_t slot_bytes,
+                             CheckedProduct(kSlots, {e, b_l, CapacityPerSequence(spec), width, 4}));
     PERFSIM_RETURN_IF_ERROR(CheckAtMost(kSlots, slot_bytes, kMaxStepBufferBytes));
     return absl::OkStatus();
   }

@@ -100,19 +100,18 @@ absl::Status StepSpec::ValidateLimits() const {
   const StepSpec& spec = *this;
   const Parallelism& p = spec.parallelism;
   if (spec.batch < 1 || spec.seq < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected batch >= 1 and seq >= 1; got batch ", spec.batch, ", seq ", spec.seq));
+    return absl::InvalidArgumentError(absl::StrCat("expected batch >= 1 and seq >= 1; got batch ",
+                                                   spec.batch, ", seq ", spec.seq));
   }
   PERFSIM_ASSIGN_OR_RETURN(const int64_t tokens,
                            CheckedMul("tokens = batch * seq", spec.batch, spec.seq));
   PERFSIM_RETURN_IF_ERROR(CheckAtMost("tokens = batch * seq", tokens, kMaxStepTokens));
   if (p.dp < 1 || p.fsdp < 1 || p.ep < 1 || p.tp < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("expected every mesh axis >= 1; got ",
-                                                   ParallelismToString(p)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected every mesh axis >= 1; got ", ParallelismToString(p)));
   }
-  PERFSIM_ASSIGN_OR_RETURN(const int64_t devices,
-                           CheckedProduct("devices = dp * fsdp * ep * tp",
-                                          {p.dp, p.fsdp, p.ep, p.tp}));
+  PERFSIM_ASSIGN_OR_RETURN(const int64_t devices, CheckedProduct("devices = dp * fsdp * ep * tp",
+                                                                 {p.dp, p.fsdp, p.ep, p.tp}));
   PERFSIM_RETURN_IF_ERROR(CheckAtMost("devices = dp * fsdp * ep * tp", devices, kMaxStepDevices));
 
   const ModelConfig& m = spec.model;
@@ -129,8 +128,8 @@ absl::Status StepSpec::ValidateLimits() const {
     for (const auto& [kernel, t] :
          {std::pair{"fwd", &projection->fwd}, std::pair{"dlhs", &projection->dlhs},
           std::pair{"drhs", &projection->drhs}}) {
-      for (const auto& [dim, v] : {std::pair{"tm", t->tm}, std::pair{"tk", t->tk},
-                                   std::pair{"tn", t->tn}}) {
+      for (const auto& [dim, v] :
+           {std::pair{"tm", t->tm}, std::pair{"tk", t->tk}, std::pair{"tn", t->tn}}) {
         PERFSIM_RETURN_IF_ERROR(
             CheckAtMost(absl::StrCat("tiling ", name, ".", kernel, " ", dim), v, kMaxStepTile));
       }

@@ -278,15 +278,13 @@ absl::StatusOr<SweepEnumeration> SweepEnumeration::Create(const SweepSpace& spac
   // Every point's step has b·devices·seq tokens: refused here, before enumeration, above the
   // StepSpec limit (step_spec.h), rather than wrapping into a small batch later.
   for (int64_t b : space.batch_per_device) {
-    PERFSIM_ASSIGN_OR_RETURN(
-        const int64_t tokens,
-        CheckedProduct(absl::StrCat("tokens = batch per device ", b, " * ", devices,
-                                    " devices * seq ", space.seq),
-                       {b, devices, space.seq}));
-    PERFSIM_RETURN_IF_ERROR(
-        CheckAtMost(absl::StrCat("tokens = batch per device ", b, " * ", devices,
-                                 " devices * seq ", space.seq),
-                    tokens, kMaxStepTokens));
+    PERFSIM_ASSIGN_OR_RETURN(const int64_t tokens,
+                             CheckedProduct(absl::StrCat("tokens = batch per device ", b, " * ",
+                                                         devices, " devices * seq ", space.seq),
+                                            {b, devices, space.seq}));
+    PERFSIM_RETURN_IF_ERROR(CheckAtMost(
+        absl::StrCat("tokens = batch per device ", b, " * ", devices, " devices * seq ", space.seq),
+        tokens, kMaxStepTokens));
   }
   std::array<std::vector<int64_t>, 4> choices;
   for (int a = 0; a < 4; ++a) {

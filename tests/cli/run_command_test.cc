@@ -375,9 +375,9 @@ ENTRY main {
 std::string RaggedAllToAllModule(bool from_inputs, const std::string& input_offset,
                                  const std::string& output_offset) {
   auto offsets = [&](const std::string& name, int number, const std::string& value) {
-    return from_inputs ? absl::StrCat("  ", name, " = s64[2] parameter(", number, ")\n")
-                       : absl::StrCat("  ", name, " = s64[2] constant({", value, ", ", value,
-                                      "})\n");
+    return from_inputs
+               ? absl::StrCat("  ", name, " = s64[2] parameter(", number, ")\n")
+               : absl::StrCat("  ", name, " = s64[2] constant({", value, ", ", value, "})\n");
   };
   return absl::StrCat("HloModule ragged_wrap\n\nENTRY main {\n",
                       "  input = f32[4,3] parameter(0)\n", "  output = f32[4,3] parameter(1)\n",
@@ -419,8 +419,12 @@ TEST(RunCommandErrors, RaggedAllToAllOffsetsFromNpyInputsThatWrapInt64AreRefused
   };
   Literal rows(Shape::Array(PrimitiveType::kF32, {4, 3}));
   const std::vector<std::pair<std::string, Literal>> inputs = {
-      {"input", rows}, {"output", rows}, {"input_offsets", s64(0)}, {"send_sizes", s64(1)},
-      {"output_offsets", s64(std::numeric_limits<int64_t>::max())}, {"recv_sizes", s64(1)}};
+      {"input", rows},
+      {"output", rows},
+      {"input_offsets", s64(0)},
+      {"send_sizes", s64(1)},
+      {"output_offsets", s64(std::numeric_limits<int64_t>::max())},
+      {"recv_sizes", s64(1)}};
   std::vector<std::string> files;
   for (const auto& [name, literal] : inputs) {
     files.push_back(absl::StrCat(dir, "/", name, ".npy"));

@@ -20,9 +20,9 @@ using ::testing::HasSubstr;
 // predict on one H100 (one device, dp = ep = 1): any token count divides the devices, so a
 // wrapped count passed every check downstream.
 std::vector<std::string> PredictOnOneGpu(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"predict",      "--model",   "nano", "--hw",
-                                   "gpu_h100",     "--mesh",    "1",    "--parallelism",
-                                   "dp=1",         "--backend", "dense_einsum"};
+  std::vector<std::string> args = {"predict",  "--model",   "nano",        "--hw",
+                                   "gpu_h100", "--mesh",    "1",           "--parallelism",
+                                   "dp=1",     "--backend", "dense_einsum"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -65,8 +65,8 @@ TEST(SizeLimitsCli, LowerRefusesASeqThatWrapsToZeroTokens) {
 }
 
 TEST(SizeLimitsCli, ValidateRefusesTokensBeyondTheLimit) {
-  CliResult r = RunCli({"validate", "--backend", "dense_einsum", "--batch", "65536", "--seq",
-                        "65537"});
+  CliResult r =
+      RunCli({"validate", "--backend", "dense_einsum", "--batch", "65536", "--seq", "65537"});
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
   EXPECT_THAT(r.err, HasSubstr("tokens = batch * seq: expected at most 4294967296; got "
                                "4295032832"));
@@ -105,8 +105,8 @@ TEST(SizeLimitsCli, KnobsBeyondTheirLimitsAreRefusedByName) {
        "tiling wi.fwd tk: expected at most 1048576; got 4611686018427387904"},
       {{"--parallelism", "dp=4611686018427387904,ep=4"},
        "devices = dp * fsdp * ep * tp: the product overflows int64"},
-      {{"--parallelism", "dp=2097152"}, "devices = dp * fsdp * ep * tp: expected at most "
-                                        "1048576; got 2097152"},
+      {{"--parallelism", "dp=2097152"},
+       "devices = dp * fsdp * ep * tp: expected at most 1048576; got 2097152"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"lower"};
@@ -125,8 +125,8 @@ TEST(SizeLimitsCli, BuffersABackendDerivesAreCheckedAgainstTheLimit) {
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
   EXPECT_THAT(r.err, HasSubstr("bytes of the capacity mask [B_l, S, E, C] in f32"));
   // ep_ragged_a2a's receive buffer int(T_l·K·f) rows at f = 16384.
-  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--batch",
-              "65536", "--seq", "65536", "--ragged-buffer-factor", "16384"});
+  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--batch", "65536",
+              "--seq", "65536", "--ragged-buffer-factor", "16384"});
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
   EXPECT_THAT(r.err, HasSubstr("bytes of the ragged receive buffer"));
 }

@@ -236,9 +236,9 @@ TEST(InterpCollectives, RaggedAllToAllRefusesInputOffsetsThatWrapInt64) {
 }
 
 TEST(InterpCollectives, RaggedAllToAllRefusesSizesThatWrapInt64) {
-  EXPECT_THAT(RunHlo(kRaggedAllToAllS64, OneRowEachWay(1, kS64Max, 0), Devices(2)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("got 1 + 9223372036854775807")));
+  EXPECT_THAT(
+      RunHlo(kRaggedAllToAllS64, OneRowEachWay(1, kS64Max, 0), Devices(2)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got 1 + 9223372036854775807")));
 }
 
 TEST(InterpCollectives, RaggedAllToAllAtTheLastRowStillCopies) {

@@ -112,8 +112,7 @@ ENTRY e {
 })";
   PERFSIM_ASSERT_OK_AND_ASSIGN(
       std::vector<Literal> out,
-      Run1(kHlo, {F32({4}, {1, 1, 1, 1}),
-                  S64({2, 1}, {std::numeric_limits<int64_t>::max(), 1}),
+      Run1(kHlo, {F32({4}, {1, 1, 1, 1}), S64({2, 1}, {std::numeric_limits<int64_t>::max(), 1}),
                   F32({2, 2}, {9, 9, 5, 6})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(1, 5, 6, 1));
 }

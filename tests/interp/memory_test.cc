@@ -162,9 +162,12 @@ TEST(InterpMemory, ANeedBeyondInt64SaturatesInsteadOfWrapping) {
 HloModule m
 ENTRY e {
   x = f32[] parameter(0)
-  a = f32[)", kNearInt64Elements, R"(] broadcast(x), dimensions={}
-  b = f32[)", kNearInt64Elements, R"(] negate(a)
-  ROOT c = f32[)", kNearInt64Elements, R"(] add(a, b)
+  a = f32[)",
+                                       kNearInt64Elements, R"(] broadcast(x), dimensions={}
+  b = f32[)",
+                                       kNearInt64Elements, R"(] negate(a)
+  ROOT c = f32[)",
+                                       kNearInt64Elements, R"(] add(a, b)
 })");
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Module> module, ParseHloModule(hlo));
   PERFSIM_ASSERT_OK_AND_ASSIGN(MemoryNeed need, ComputeMemoryNeed(*module, 1, 1));
@@ -179,7 +182,8 @@ TEST(InterpMemory, DevicesTimesANeedBeyondInt64SaturatesAndEveryBudgetRefusesIt)
 HloModule m
 ENTRY e {
   x = f32[] parameter(0)
-  ROOT a = f32[)", kNearInt64Elements, R"(] broadcast(x), dimensions={}
+  ROOT a = f32[)",
+                                       kNearInt64Elements, R"(] broadcast(x), dimensions={}
 })");
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Module> module, ParseHloModule(hlo));
   PERFSIM_ASSERT_OK_AND_ASSIGN(MemoryNeed one, ComputeMemoryNeed(*module, 1, 1));
