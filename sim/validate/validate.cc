@@ -444,6 +444,11 @@ ValidationResult ValidateLowered(const LoweredStep& step, const ValidationCase& 
       return fail(absl::StrCat("fit on ", c.chip->name(), ": ", fit.message()));
     }
   }
+  // After the static and fit checks, which allocate nothing, and before the inputs are made.
+  if (absl::Status fits = CheckCaseMemory(step, c.memory_budget_bytes); !fits.ok()) {
+    r.over_budget = true;
+    return fail(std::string(fits.message()));
+  }
   std::vector<Literal> global = MakeGlobalInputs(step, c.routing, c.seed);
   // Everything the inputs depend on: the adversarial routing's picks also depend on the mesh
   // and the alignment (AdversarialPicks). The cache adds a fingerprint of the inputs themselves.

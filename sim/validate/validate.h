@@ -98,6 +98,9 @@ struct ValidationResult {
   Parallelism parallelism;     // how the devices were used
   bool pass = false;
   bool skipped = false;        // the backend does not support the combination
+  // The case needs more memory than ValidationCase::memory_budget_bytes (known before anything
+  // is allocated): bad input, not a failed check. `message` says need vs budget.
+  bool over_budget = false;
   double tolerance = 0;
   std::vector<TensorError> errors;
   std::string message;         // why it failed or was skipped
@@ -232,6 +235,12 @@ absl::StatusOr<ValidationMemory> EstimateValidationMemory(const StepSpec& spec, 
 //    2697200702900 bytes (global inputs 32000351408 + reference run 2665200351492); budget
 //    4294967296 bytes (--memory-budget): expected a need within the budget"
 absl::Status CheckValidationMemory(const StepSpec& spec, Phase phase, int64_t budget_bytes);
+
+// What one case of `step` holds at its peak, before anything is allocated: the global inputs
+// plus the larger of the reference run and the step's own run on its devices. OK within
+// `budget_bytes`, else ResourceExhausted with need vs budget (ValidateLowered marks the case
+// over_budget). Run after the static and fit checks, so a misfit is still reported as such.
+absl::Status CheckCaseMemory(const LoweredStep& step, int64_t budget_bytes);
 
 }  // namespace perfsim
 #endif  // PERFSIM_SIM_VALIDATE_VALIDATE_H_

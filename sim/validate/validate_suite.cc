@@ -1,4 +1,5 @@
 // The suite `perfsim validate` runs, and `perfsim validate --hlo` on a user's module.
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -188,6 +189,25 @@ absl::StatusOr<ValidationMemory> EstimateValidationMemory(const StepSpec& spec, 
                            CheckedAdd("bytes validate needs", memory.input_bytes,
                                       memory.reference_bytes));
   return memory;
+}
+
+absl::Status CheckCaseMemory(const LoweredStep& step, int64_t budget_bytes) {
+  // The reference's inputs and run, or this step's: whichever is larger, with the global
+  // inputs held throughout.
+  PERFSIM_ASSIGN_OR_RETURN(ValidationMemory need,
+                           EstimateValidationMemory(step.spec, step.spec.phase));
+  PERFSIM_ASSIGN_OR_RETURN(
+      MemoryNeed run, ComputeMemoryNeed(*step.module, step.spec.num_devices(),
+                                        step.spec.num_devices()));
+  PERFSIM_ASSIGN_OR_RETURN(int64_t with_run,
+                           CheckedAdd("bytes validate needs", need.input_bytes, run.total_bytes));
+  const int64_t total = std::max(need.total_bytes, with_run);
+  if (total <= budget_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "validate: the case needs ", total, " bytes (global inputs ", need.input_bytes,
+      " + the larger of the reference run ", need.reference_bytes, " and this run ",
+      run.total_bytes, "); budget ", budget_bytes,
+      " bytes (--memory-budget): expected a need within the budget"));
 }
 
 absl::Status CheckValidationMemory(const StepSpec& spec, Phase phase, int64_t budget_bytes) {

@@ -94,28 +94,44 @@ TEST(ResourceLimits, CostRefusesADeviceIdBeyondTheLargestSlice) {
 }
 
 TEST(ResourceLimits, ValidateRefusesARunBeyondItsMemoryBudgetBeforeAllocating) {
-  // 10^8 tokens of nano: the global inputs alone are 32 GB, and the allocator aborted. The need
-  // is now estimated from the lowered reference before anything is allocated.
-  const CliResult r = RunCli({"validate", "--batch", "10000", "--seq", "10000"});
+  // 10^8 tokens of nano: the global inputs alone are 32 GB, and the allocator aborted. Each
+  // case's need is now estimated after its static and fit checks, before anything is
+  // allocated.
+  const std::vector<std::string> one_case = {"--backend", "dense_einsum", "--router", "model",
+                                             "--routing", "random",       "--devices", "1",
+                                             "--phase",   "fwd"};
+  std::vector<std::string> big = {"validate", "--batch", "10000", "--seq", "10000"};
+  big.insert(big.end(), one_case.begin(), one_case.end());
+  const CliResult r = RunCli(big);
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("validate: the dense reference of batch 10000 x seq 10000 tokens "
-                               "(fwd_bwd) needs "));
+  EXPECT_THAT(r.err, HasSubstr("dense_einsum fwd on 1 device: validate: the case needs "));
   EXPECT_THAT(r.err, HasSubstr("budget 4294967296 bytes (--memory-budget): expected a need "
                                "within the budget"));
-  // The default sizes need about 2.4 MB: a budget of 1 KiB refuses them, forward only too.
-  const CliResult tiny = RunCli({"validate", "--phase", "fwd", "--memory-budget", "1KiB"});
-  EXPECT_EQ(tiny.code, 2);
-  EXPECT_THAT(tiny.err, HasSubstr("batch 4 x seq 16 tokens (fwd) needs "));
-  EXPECT_THAT(tiny.err, HasSubstr("budget 1024 bytes"));
+  // The default sizes need about 2.4 MB: a budget of 1 KiB refuses them...
+  std::vector<std::string> tiny = {"validate", "--memory-budget", "1KiB"};
+  tiny.insert(tiny.end(), one_case.begin(), one_case.end());
+  const CliResult refused = RunCli(tiny);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("budget 1024 bytes"));
+  // ... and 64 MiB runs them: the budget is a bound, not a refusal.
+  std::vector<std::string> small = {"validate", "--memory-budget", "64MiB"};
+  small.insert(small.end(), one_case.begin(), one_case.end());
+  const CliResult ran = RunCli(small);
+  EXPECT_EQ(ran.code, 0) << ran.err;
+  EXPECT_THAT(ran.out, HasSubstr("1 passed, 0 failed"));
   const CliResult too_big = RunCli({"validate", "--memory-budget", "1000TiB"});
   EXPECT_EQ(too_big.code, 2);
   EXPECT_THAT(too_big.err, HasSubstr("expected at most the machine's physical memory"));
-  // ... and fit in 64 MiB: the budget is a bound, not a refusal.
-  const CliResult small =
-      RunCli({"validate", "--backend", "dense_einsum", "--router", "model", "--routing", "random",
-              "--devices", "1", "--memory-budget", "64MiB"});
-  EXPECT_EQ(small.code, 0) << small.err;
-  EXPECT_THAT(small.out, HasSubstr("2 passed, 0 failed"));
+}
+
+TEST(ResourceLimits, ValidateHloRefusesAModuleBeyondItsMemoryBudget) {
+  const CliResult r = RunCli(
+      {"validate", "--hlo", "-", "--batch", "10000", "--seq", "10000", "--memory-budget", "1GiB"},
+      CallChainHlo(1));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("validate: the dense reference of batch 10000 x seq 10000 tokens "
+                               "(fwd) needs "));
+  EXPECT_THAT(r.err, HasSubstr("budget 1073741824 bytes (--memory-budget)"));
 }
 
 }  // namespace
