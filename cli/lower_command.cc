@@ -12,6 +12,7 @@
 #include "sim/interp/npy.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/lowering/lowering.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/file_io.h"
 #include "sim/util/status.h"
 #include "sim/validate/validate.h"
@@ -21,7 +22,7 @@ namespace {
 
 constexpr char kLowerUsage[] =
     R"(usage: perfsim lower --backend NAME [step flags]
-                     [--inputs-dir DIR [--routing CASE] [--seed S]]
+                     [--inputs-dir DIR [--routing CASE] [--seed S] [--memory-budget B]]
 
 Prints the per-device SPMD module (HLO text) that backend NAME lowers one MoE layer step to:
 entry parameters x, router_w, wi_0, wi_1, wo, [router_bias], [router_score_bias],
@@ -33,10 +34,30 @@ verified before printing.
                     device: DIR/in<i>.d<device>.npy is parameter i's shard on that device
                     (global inputs of the routing case, default random, and seed, default 1,
                     sharded as the backend lays them out). The directory must exist.
+                    The files are written all or none.
+  --memory-budget B with --inputs-dir: the most bytes the inputs may take in memory (the
+                    global arrays and their shards, held at once); a need beyond B is refused
+                    before anything is made (exit 2). Plain bytes or 512MiB, 8GiB, 1.5GB;
+                    default 4GiB, at most the machine's physical memory
 )";
 
+// Refuses inputs larger than `budget_bytes` before any is made: the global arrays and their
+// shards are held at once, so the need is twice the global inputs' bytes.
+absl::Status CheckInputsMemory(const LoweredStep& step, int64_t budget_bytes) {
+  PERFSIM_ASSIGN_OR_RETURN(ValidationMemory need,
+                           EstimateValidationMemory(step.spec, step.spec.phase));
+  PERFSIM_ASSIGN_OR_RETURN(const int64_t total,
+                           CheckedMul("bytes --inputs-dir needs", need.input_bytes, 2));
+  if (total <= budget_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "--inputs-dir: the inputs and their shards need ", total, " bytes (global inputs ",
+      need.input_bytes, " x 2); budget ", budget_bytes,
+      " bytes (--memory-budget): expected a need within the budget"));
+}
+
 absl::Status WriteInputs(const LoweredStep& step, const std::string& dir, RoutingCase routing,
-                         uint64_t seed) {
+                         uint64_t seed, int64_t budget_bytes) {
+  PERFSIM_RETURN_IF_ERROR(CheckInputsMemory(step, budget_bytes));
   const std::vector<Literal> global = MakeGlobalInputs(step, routing, seed);
   // All or nothing: every file is written in full before any replaces what was there.
   AtomicFileSet files;
@@ -56,7 +77,9 @@ absl::Status WriteInputs(const LoweredStep& step, const std::string& dir, Routin
 
 int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
   std::vector<FlagSpec> specs = StepFlagSpecs();
-  for (const char* name : {"inputs-dir", "routing", "seed"}) specs.push_back({name, true});
+  for (const char* name : {"inputs-dir", "routing", "seed", "memory-budget"}) {
+    specs.push_back({name, true});
+  }
   specs.push_back({"help", false});
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, specs);
   if (!flags.ok()) return ReportStatus(flags.status(), io);
@@ -65,10 +88,18 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
     return kExitOk;
   }
   if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
-  if (!flags->Has("inputs-dir") && (flags->Has("routing") || flags->Has("seed"))) {
-    return ReportStatus(absl::InvalidArgumentError(
-                            "--routing and --seed: expected them only with --inputs-dir"),
-                        io);
+  if (!flags->Has("inputs-dir") &&
+      (flags->Has("routing") || flags->Has("seed") || flags->Has("memory-budget"))) {
+    return ReportStatus(
+        absl::InvalidArgumentError(
+            "--routing, --seed and --memory-budget: expected them only with --inputs-dir"),
+        io);
+  }
+  int64_t budget_bytes = kDefaultValidationMemoryBudgetBytes;
+  if (flags->Has("memory-budget")) {
+    absl::StatusOr<int64_t> budget = ParseMemoryBudget("memory-budget", flags->Get("memory-budget"));
+    if (!budget.ok()) return ReportStatus(budget.status(), io);
+    budget_bytes = *budget;
   }
   absl::StatusOr<RoutingCase> routing = ParseRoutingCase(flags->Get("routing", "random"));
   if (!routing.ok()) return ReportStatus(Annotate(routing.status(), "--routing"), io);
@@ -79,7 +110,9 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<LoweredStep> step = LowerStep(*spec);
   if (!step.ok()) return ReportStatus(step.status(), io);
   if (flags->Has("inputs-dir")) {
-    if (absl::Status s = WriteInputs(*step, flags->Get("inputs-dir"), *routing, *seed); !s.ok()) {
+    if (absl::Status s =
+            WriteInputs(*step, flags->Get("inputs-dir"), *routing, *seed, budget_bytes);
+        !s.ok()) {
       return ReportStatus(s, io);
     }
   }

@@ -96,6 +96,8 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
                               "--trace-devices: expected --trace OUT.json too; got none"),
                           io);
     }
+    // The device count must be in range before it bounds the ids (StepSpec's limits).
+    if (absl::Status s = options.spec.ValidateLimits(); !s.ok()) return ReportStatus(s, io);
     absl::StatusOr<TraceDevices> parsed =
         ParseTraceDevices(flags->Get("trace-devices"), options.spec.num_devices());
     if (!parsed.ok()) return ReportStatus(parsed.status(), io);

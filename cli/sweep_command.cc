@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>

@@ -1,7 +1,6 @@
 // `perfsim validate`: every backend's lowering, run in the reference interpreter, against the
 // dense_einsum reference — forward output and every gradient — plus static checks.
 #include <algorithm>
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>

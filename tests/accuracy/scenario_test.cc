@@ -3,6 +3,7 @@
 // are skipped with a reason, malformed numbers are errors with their location.
 #include "sim/accuracy/scenario.h"
 
+#include <map>
 #include <variant>
 #include <vector>
 
@@ -37,13 +38,41 @@ std::string SkipReason(const Measurement& row) {
   return mapped->skipped_reason;
 }
 
-TEST(Scenario, EveryReferenceRowMaps) {
-  ASSERT_EQ(CalibrationFile().rows.size(), 30u);
+TEST(Scenario, EveryReferenceRowMapsOrIsSkippedForAStatedReason) {
+  // ../shared/reference/calibration.csv grew from 30 to 46 rows (whole training steps, MoE
+  // blocks, fused layers and more kernel rows). The 30 rows the first edition mapped still map;
+  // the 16 new ones that do not yet are pinned here with their reason, so that a mapping that
+  // breaks or starts working is seen. The whole-step, block and fused-layer categories are
+  // issue 13's; the kernel rows with other shape notations or unstated SKUs, issue 14's.
+  ASSERT_EQ(CalibrationFile().rows.size(), 46u);
+  const std::map<std::string, std::string> not_yet = {
+      {"M047", "is not a built-in chip"},  {"M053", "is not a built-in chip"},
+      {"M072", "expected the nodes and GPUs per node"},
+      {"M084", "op_shape: expected"},       {"M092", "op_shape: expected"},
+      {"M177", "op_shape: expected"},       {"M103", "category 'moe_block' is not simulated"},
+      {"M108", "category 'e2e_train' is not simulated"},
+      {"M111", "category 'e2e_train' is not simulated"},
+      {"M148", "category 'e2e_train' is not simulated"},
+      {"M119", "unit 'tokens/s/GPU' is not one perfsim predicts"},
+      {"M132", "unit 'tokens/s/GPU' is not one perfsim predicts"},
+      {"M137", "unit 'tokens/s/GPU' is not one perfsim predicts"},
+      {"M153", "unit 'TFLOP/s/GPU' is not one perfsim predicts"},
+      {"M165", "category 'moe_layer_fused' is not simulated"},
+      {"M173", "category 'moe_layer_fused' is not simulated"}};
+  int mapped_rows = 0;
   for (const Measurement& row : CalibrationFile().rows) {
     absl::StatusOr<MappedRow> mapped = MapMeasurement(row);
     ASSERT_TRUE(mapped.ok()) << row.id << ": " << mapped.status();
-    EXPECT_TRUE(mapped->scenario.has_value()) << row.id << ": " << mapped->skipped_reason;
+    const auto reason = not_yet.find(row.id);
+    if (reason == not_yet.end()) {
+      EXPECT_TRUE(mapped->scenario.has_value()) << row.id << ": " << mapped->skipped_reason;
+      ++mapped_rows;
+    } else {
+      EXPECT_FALSE(mapped->scenario.has_value()) << row.id << " maps now: update this test";
+      EXPECT_THAT(mapped->skipped_reason, HasSubstr(reason->second)) << row.id;
+    }
   }
+  EXPECT_EQ(mapped_rows, 30);
 }
 
 TEST(Scenario, TimingMethodIsWhatTheRowSaysNotWhichLibraryItIs) {

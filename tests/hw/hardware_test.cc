@@ -246,8 +246,10 @@ TEST(HardwareValidation, EmptySpecListsEveryMissingRequiredField) {
   const std::string message(chip.status().message());
   EXPECT_THAT(message, HasSubstr("name: expected lower-case letters"));
   EXPECT_THAT(message, HasSubstr("kind: expected CHIP_KIND_TPU or CHIP_KIND_GPU; got unset"));
-  EXPECT_THAT(message, HasSubstr("compute.peak_bf16_flops_per_second: expected > 0"));
-  EXPECT_THAT(message, HasSubstr("memory.hbm_bytes_per_second: expected > 0"));
+  EXPECT_THAT(message, HasSubstr("compute.peak_bf16_flops_per_second: expected a value in "
+                                 "[1e+09, 1e+18] flop/s; got 0 (unset)"));
+  EXPECT_THAT(message, HasSubstr("memory.hbm_bytes_per_second: expected a value in [1e+06, "
+                                 "1e+15] bytes/s; got 0 (unset)"));
   EXPECT_THAT(message, HasSubstr("interconnect.dimensions: expected at least one dimension"));
 }
 
@@ -260,7 +262,8 @@ TEST(HardwareValidation, RejectsNonFiniteAndMisplacedValues) {
   absl::StatusOr<Chip> chip = Chip::FromProto(spec);
   ASSERT_FALSE(chip.ok());
   const std::string message(chip.status().message());
-  EXPECT_THAT(message, HasSubstr("memory.hbm_bytes_per_second: expected > 0; got nan"));
+  EXPECT_THAT(message, HasSubstr("memory.hbm_bytes_per_second: expected a value in [1e+06, 1e+15] "
+                                 "bytes/s; got nan"));
   EXPECT_THAT(message,
               HasSubstr("memory.vmem_bytes_per_core: expected 0 (does not apply to a GPU)"));
   EXPECT_THAT(message, HasSubstr("wraparound_size_multiple_chips: expected 0"));
@@ -276,12 +279,38 @@ TEST(HardwareValidation, RejectsNegativeFixedCosts) {
   spec.mutable_compute()->set_kernel_overhead_seconds(-1e-6);
   EXPECT_THAT(Chip::FromProto(spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "compute.kernel_overhead_seconds: expected >= 0; got -1e-06\n"
-                       "compute.grid_step_overhead_seconds: expected >= 0; got -3.5e-07"));
+                       "compute.kernel_overhead_seconds: expected seconds in [0, 1); got -1e-06\n"
+                       "compute.grid_step_overhead_seconds: expected seconds in [0, 1); got "
+                       "-3.5e-07"));
   // 0 is "not modelled", as on every GPU.
   spec.mutable_compute()->set_grid_step_overhead_seconds(0);
   spec.mutable_compute()->set_kernel_overhead_seconds(0);
   EXPECT_THAT(Chip::FromProto(spec).status(), IsOk());
+}
+
+TEST(HardwareValidation, RejectsRatesOutsideThePlausibleRange) {
+  // Positive but absurd rates once passed and made predictions inf (1e-308 bytes/s) or 0.
+  HardwareSpec spec = MustLoad("gpu_h100").proto();
+  spec.mutable_memory()->set_hbm_bytes_per_second(1e-308);
+  spec.mutable_compute()->set_peak_bf16_flops_per_second(1e30);
+  spec.mutable_compute()->set_peak_fp8_flops_per_second(5);  // optional, but set: in range
+  spec.mutable_interconnect()->mutable_dimensions(0)->set_latency_seconds(3600);
+  absl::StatusOr<Chip> chip = Chip::FromProto(spec);
+  ASSERT_FALSE(chip.ok());
+  const std::string message(chip.status().message());
+  EXPECT_THAT(message, HasSubstr("compute.peak_bf16_flops_per_second: expected a value in "
+                                 "[1e+09, 1e+18] flop/s; got 1e+30"));
+  EXPECT_THAT(message, HasSubstr("compute.peak_fp8_flops_per_second: expected 0 (unset) or a "
+                                 "value in [1e+09, 1e+18] flop/s; got 5"));
+  EXPECT_THAT(message, HasSubstr("memory.hbm_bytes_per_second: expected a value in [1e+06, "
+                                 "1e+15] bytes/s; got 1e-308"));
+  EXPECT_THAT(message, HasSubstr("interconnect.dimensions[0].latency_seconds: expected seconds "
+                                 "in [0, 1); got 3.6e+03"));
+  // Every built-in chip is inside every range.
+  for (const char* name : {"tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu_v7x", "gpu_a100",
+                           "gpu_h100", "gpu_h200", "gpu_h800", "gpu_b200", "gpu_gb200"}) {
+    EXPECT_THAT(Chip::FromProto(MustLoad(name).proto()).status(), IsOk()) << name;
+  }
 }
 
 TEST(HardwareValidation, AbsurdSliceSizesAreRejectedWithoutOverflow) {
