@@ -186,12 +186,6 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return RenameOver(*temporary, path);
 }
 
-absl::Status CheckStreamWritten(std::ostream& out, absl::string_view name) {
-  out.flush();
-  if (out.fail()) return absl::DataLossError(absl::StrCat(name, ": write failed"));
-  return absl::OkStatus();
-}
-
 AtomicFileSet::~AtomicFileSet() {
   if (committed_) return;
   for (const Staged& s : staged_) ::unlink(s.temporary.c_str());

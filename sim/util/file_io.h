@@ -26,7 +26,6 @@
 
 #include <cstdint>
 #include <istream>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -60,10 +59,6 @@ absl::Status CheckWritablePath(const std::string& path);
 
 // Replaces `path` with `contents` atomically (temporary file + rename).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
-
-// Flushes `out` and reports whether everything written to it arrived: DataLoss
-// "<name>: write failed" otherwise. For streams the caller did not open (standard output).
-absl::Status CheckStreamWritten(std::ostream& out, absl::string_view name);
 
 // Files written all or nothing: Stage writes each to its temporary file; Commit renames them
 // all over their targets; destruction without Commit (or after a failed Stage) removes every

@@ -171,16 +171,5 @@ TEST_F(FileIoTest, FileSetReplacesEveryFileOnCommit) {
   EXPECT_EQ(FilesIn(), 2);
 }
 
-TEST_F(FileIoTest, StreamWriteFailureIsReported) {
-  std::ostringstream good;
-  good << "x";
-  EXPECT_TRUE(CheckStreamWritten(good, "<stdout>").ok());
-  std::ofstream bad;  // never opened: every write fails
-  bad << "x";
-  absl::Status s = CheckStreamWritten(bad, "<stdout>");
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(s.message(), "<stdout>: write failed");
-}
-
 }  // namespace
 }  // namespace perfsim
