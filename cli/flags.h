@@ -6,7 +6,8 @@
 //   f->positional();                // everything that is not a flag; "-" means stdin
 //
 // Unknown flags, a missing value and a value given to a boolean flag are usage errors
-// (InvalidArgument) naming the flag. "--" ends flag parsing.
+// (InvalidArgument) naming the flag; an unknown flag's message suggests the nearest known one
+// ("unknown flag --bach; did you mean --batch?") or lists them all. "--" ends flag parsing.
 #ifndef PERFSIM_CLI_FLAGS_H_
 #define PERFSIM_CLI_FLAGS_H_
 
@@ -41,6 +42,11 @@ class ParsedFlags {
 
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
                                        const std::vector<FlagSpec>& specs);
+
+// The candidate nearest to `name` by edit distance when it is close enough to be a typo (at
+// most a third of the name's length, and at least 1, edits away), else "".
+//   NearestName("bach", {"batch", "seq"}) == "batch"
+std::string NearestName(const std::string& name, const std::vector<std::string>& candidates);
 
 // Reads a whole regular file, or standard input when path is "-", up to kMaxInputBytes
 // (sim/util/file_io.h: directories, devices and larger files are refused by name).

@@ -7,8 +7,10 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "cli/step_flags.h"
+#include "sim/predict/choose_scenario.h"
 #include "sim/predict/predict.h"
 #include "sim/report/predict_report.h"
+#include "sim/report/predict_summary.h"
 #include "sim/util/file_io.h"
 #include "sim/util/status.h"
 
@@ -18,7 +20,7 @@ namespace {
 constexpr char kPredictUsage[] =
     R"(usage: perfsim predict [--model NAME] [--hw NAME] [--mesh AxBxC] [--parallelism AXES]
                        [--backend NAME] [--routing uniform|zipf:S|hot:P|file:PATH]
-                       [--batch B] [--seq S] [--phase fwd|fwd_bwd] [--adam]
+                       [--batch B] [--seq S] [--phase fwd|fwd_bwd] [--adam] [--timeline]
                        [--format=table|json] [--trace OUT.json]
                        [--trace-devices all|IDS] [step flags]
 
@@ -26,18 +28,32 @@ With no flags: the embedded default scenario, a DeepSeek-V3 MoE layer (D=7168, F
 K=8), fwd_bwd, on TPU v7x 4x8x8 (256 chips, 512 devices), ep_ragged_a2a with ep=256, dp=2,
 batch 512 x seq 4096, uniform routing.
 
+Naming --model, --hw, --mesh or --parallelism derives what is not named from the model and the
+chip, and prints it first as flags to copy and edit ("chose: --mesh 8 --parallelism ep=8
+--batch 64 --seq 4096"): the mesh is the chip's default slice (one NVLink node of a GPU; with
+--model alone, the default's 4x8x8), the parallelism uses every device with ep = gcd(experts,
+devices) and dp the rest, the batch is the largest power of two times the smallest batch that
+splits over the token shards, at most 512, whose HBM plan fits; --seq stays 4096. Explicit flags
+always win; a model that fits no batch is an error saying so.
+
 The backend's per-device module is costed op by op on the chip (roofline with matrix-unit tile
 padding, kernel overhead, grouped matmuls from the routing's group sizes), collectives on the
 slice's topology (ragged all-to-all from the routing's traffic matrix), then scheduled on every
 device with a compute and a communication stream (async collectives overlap independent
-compute). Prints the slowest device's timeline, per-phase subtotals, step time, exposed
-communication, MFU and HBM use per device.
+compute). Prints a summary: the scenario, step time, tokens/s per chip, MFU, exposed
+communication, HBM per device against capacity, per-phase subtotals, the costliest ops of the
+slowest device with what bounds them, and what limits the step, measured by re-predicting with
+one knob changed (--ragged-buffer-factor 1, --capacity-factor 1, each other backend, a smaller
+batch when HBM is over capacity) or read from the breakdown (exposed communication,
+memory-bound expert compute).
 
   --hw NAME        a chip (perfsim hw list) or a .textproto
   --mesh AxBxC     physical slice (TPU torus dims, or the GPU count); default: the chip's
                    default slice. Its device count must equal the parallelism's.
   --routing        uniform | zipf:S | hot:P | file:PATH (tokens per expert; see README)
   --adam           count Adam's two f32 moments per parameter in HBM
+  --timeline       print the slowest device's whole timeline (every op: start, duration,
+                   stream, bound, stage, GFLOP, HBM MB, net MB) with totals, not the summary
   --trace OUT.json Chrome/Perfetto trace events (one process per device, a thread per stream)
   --trace-devices  which devices the trace shows: all, or ids and ranges (0,7,100-103);
                    default: the slowest device, device 0 and up to 8 in all, spread over the
@@ -50,7 +66,7 @@ communication, MFU and HBM use per device.
                    (sparse_ragged_dot, ep_ragged_a2a, grouped_gemm_aligned), as MaxText passes
                    them in the ragged_dot_tiling XLA metadata. GPU ragged-dots use (128,128,128).
 
-Table columns: HBM MB is what the op reads and writes in the device's HBM (a ragged
+--timeline columns: HBM MB is what the op reads and writes in the device's HBM (a ragged
 all-to-all: the rows it sends and receives, not its buffers); net MB what it sends to other
 devices; a duration marked '*' is a lower bound (the chip description lacks a rate it needs).
 Exit 0 on success (an over-capacity HBM plan is reported, not an error), 2 for bad input.
@@ -64,6 +80,7 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
     specs.push_back({name, true});
   }
   specs.push_back({"adam", false});
+  specs.push_back({"timeline", false});
   specs.push_back({"help", false});
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, specs);
   if (!flags.ok()) return ReportStatus(flags.status(), io);
@@ -89,6 +106,21 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(flags->Get("routing", "uniform"));
   if (!routing.ok()) return ReportStatus(routing.status(), io);
   options.routing = *routing;
+  // Naming the model, the chip, the mesh or the parallelism leaves the embedded default's
+  // slice, parallelism and batch behind: what the user did not name is derived from what they
+  // did (choose_scenario.h) and printed as flags they can copy and edit.
+  std::string chose;
+  if (flags->Has("model") || flags->Has("hw") || flags->Has("mesh") ||
+      flags->Has("parallelism")) {
+    absl::StatusOr<ChosenScenario> chosen =
+        ChooseScenario({.options = options,
+                        .mesh_given = flags->Has("mesh"),
+                        .parallelism_given = flags->Has("parallelism"),
+                        .batch_given = flags->Has("batch")});
+    if (!chosen.ok()) return ReportStatus(chosen.status(), io);
+    options = chosen->options;
+    chose = chosen->flags;
+  }
   TraceDevices trace_devices;
   if (flags->Has("trace-devices")) {
     if (!flags->Has("trace")) {
@@ -118,7 +150,16 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
       return ReportStatus(Annotate(s, "--trace"), io);
     }
   }
-  io.out << (*format == "json" ? PredictionJson(*prediction) : FormatPredictionTable(*prediction));
+  if (*format == "json") {
+    io.out << PredictionJson(*prediction);
+    return kExitOk;
+  }
+  if (!chose.empty()) io.out << "chose: " << chose << "\n";
+  if (flags->Has("timeline")) {
+    io.out << FormatPredictionTable(*prediction);
+  } else {
+    io.out << FormatPredictionSummary(*prediction, PredictAlternatives(*prediction));
+  }
   return kExitOk;
 }
 

@@ -101,7 +101,9 @@ absl::StatusOr<StepSpec> StepSpecFromFlags(const ParsedFlags& flags,
   StepSpec spec = StepSpec::Defaults(std::move(model));
   PERFSIM_ASSIGN_OR_RETURN(spec.batch, PositiveInt(flags, "batch", defaults.batch));
   PERFSIM_ASSIGN_OR_RETURN(spec.seq, PositiveInt(flags, "seq", defaults.seq));
-  PERFSIM_ASSIGN_OR_RETURN(spec.phase, ParsePhase(flags.Get("phase", defaults.phase)));
+  absl::StatusOr<Phase> phase = ParsePhase(flags.Get("phase", defaults.phase));
+  if (!phase.ok()) return Annotate(phase.status(), "--phase");
+  spec.phase = *phase;
   absl::StatusOr<Parallelism> p = ParseParallelism(flags.Get("parallelism"));
   if (!p.ok()) return Annotate(p.status(), "--parallelism");
   spec.parallelism = *p;
