@@ -14,6 +14,8 @@
 #include "cli/flags.h"
 #include "cli/step_flags.h"
 #include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/validate_report.pb.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/ir/hlo_parser.h"
 #include "sim/util/status.h"
@@ -26,7 +28,8 @@ constexpr char kValidateUsage[] =
     R"(usage: perfsim validate [--backend NAME|all] [--router FAMILY|all] [--routing CASE|all]
                         [--phase fwd|fwd_bwd|all] [--devices N|all] [--seed S] [--hw NAME]
                         [--tolerance X] [--format=table|json] [step flags]
-       perfsim validate --hlo FILE [--model NAME] [--parallelism ...] [--routing CASE] [--seed S]
+       perfsim validate --hlo FILE [--model NAME] [--parallelism ...] [--phase fwd|fwd_bwd]
+                        [--routing CASE|all] [--seed S] [--tolerance X] [--format=table|json]
        both: [--memory-budget BYTES]
 
 Lowers each backend for each router family, routing case, phase and device count, verifies the
@@ -57,9 +60,19 @@ output).
   --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo, then
               router_bias (router matmul bias), router_score_bias (score-correction bias) and
               ws_0, ws_1, ws_o (shared expert) where the model has them -- the order
-              `perfsim lower --phase fwd` prints; output y
-              [tokens, D]; compared with --model's reference MoE on random inputs (x sharded
-              over dp*fsdp*ep, experts over ep, weights' D over fsdp as --parallelism says)
+              `perfsim lower --phase fwd` prints (jit with keep_unused=True: JAX's default
+              drops parameters the function does not read); output y [tokens, D]; compared
+              with --model's reference MoE on random inputs (x sharded over dp*fsdp*ep, experts
+              over ep, weights' D over fsdp as --parallelism says). First the static checks on
+              the module, roles from the parameter order and dimension names from the model:
+              every dot contracts dimensions of the same name (wi_0 contracted over its F axis
+              is caught when D == F), the router matmul runs in the model's router dtype, the
+              combine weights expert outputs only after the inverse permutation. When the
+              numbers differ, the first diverging output is named and, where the numbers tell,
+              why (token rows that come out zero: dropped tokens; a match with the top-k
+              weights renormalised the other way). With --phase fwd_bwd the module takes dy
+              last and returns y and every gradient, or the gradients alone (jax.grad), each
+              compared. --routing all runs every routing case; --tolerance applies.
   --memory-budget B  the most bytes a case may hold: after its static and fit checks and
               before anything is allocated, each case's global inputs plus the larger of the
               reference's and its own interpreter run are estimated, and a need beyond B is
@@ -154,48 +167,50 @@ void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out)
   }
 }
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
+// validate's JSON: proto/validate_report.proto, printed with protobuf's JSON printer under
+// proto/report.proto's conventions.
+report::ValidateReport ToReport(const std::vector<ValidationResult>& results) {
+  report::ValidateReport out;
+  for (const ValidationResult& r : results) {
+    report::ValidateResult* v = out.add_results();
+    v->set_backend(r.backend);
+    v->set_router(r.router);
+    v->set_routing(r.routing);
+    v->set_phase(r.phase);
+    v->set_devices(static_cast<int32_t>(r.devices));
+    v->mutable_parallelism()->set_dp(static_cast<int32_t>(r.parallelism.dp));
+    v->mutable_parallelism()->set_fsdp(static_cast<int32_t>(r.parallelism.fsdp));
+    v->mutable_parallelism()->set_ep(static_cast<int32_t>(r.parallelism.ep));
+    v->mutable_parallelism()->set_tp(static_cast<int32_t>(r.parallelism.tp));
+    v->set_status(r.skipped ? "skip" : r.pass ? "pass" : "fail");
+    v->set_tolerance(r.tolerance);
+    for (const TensorError& e : r.errors) {
+      report::ValidateTensorError* t = v->add_errors();
+      t->set_tensor(e.tensor);
+      t->set_max_rel_error(e.max_rel_error);
+      for (int64_t i : e.index) t->add_index(static_cast<double>(i));
+      t->set_got(e.got);
+      t->set_want(e.want);
+      t->set_non_finite(static_cast<double>(e.non_finite));
     }
+    v->set_message(r.message);
+    v->set_cause(r.cause);
+    v->set_diverging_output(r.diverging_output);
   }
-  return out + "\"";
-}
-
-std::string JsonNumber(double v) {
-  if (std::isnan(v)) return "null";
-  if (std::isinf(v)) return v > 0 ? "1e999" : "-1e999";
-  return fmt::format("{}", v);
+  return out;
 }
 
 void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) {
-  out << "{\"results\": [";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const ValidationResult& r = results[i];
-    out << (i ? ",\n  " : "\n  ") << "{\"backend\": " << JsonString(r.backend)
-        << ", \"router\": " << JsonString(r.router) << ", \"routing\": " << JsonString(r.routing)
-        << ", \"phase\": " << JsonString(r.phase) << ", \"devices\": " << r.devices
-        << ", \"parallelism\": {\"dp\": " << r.parallelism.dp << ", \"fsdp\": " << r.parallelism.fsdp
-        << ", \"ep\": " << r.parallelism.ep << ", \"tp\": " << r.parallelism.tp << "}"
-        << ", \"status\": " << JsonString(r.skipped ? "skip" : r.pass ? "pass" : "fail")
-        << ", \"tolerance\": " << JsonNumber(r.tolerance) << ", \"errors\": [";
-    for (size_t j = 0; j < r.errors.size(); ++j) {
-      const TensorError& e = r.errors[j];
-      out << (j ? ", " : "") << "{\"tensor\": " << JsonString(e.tensor)
-          << ", \"max_rel_error\": " << JsonNumber(e.max_rel_error) << ", \"index\": ["
-          << absl::StrJoin(e.index, ", ") << "], \"got\": " << JsonNumber(e.got)
-          << ", \"want\": " << JsonNumber(e.want) << ", \"non_finite\": " << e.non_finite << "}";
-    }
-    out << "], \"message\": " << JsonString(r.message) << "}";
-  }
-  out << "\n]}\n";
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string text;
+  // Printing fails only for a message the printer cannot describe (an Any of an unknown type).
+  const auto printed = google::protobuf::util::MessageToJsonString(ToReport(results), &text,
+                                                                   options);
+  PERFSIM_CHECK(printed.ok());
+  out << text << "\n";
 }
 
 }  // namespace
@@ -257,19 +272,34 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
       }
     }
     if (absl::Status valid = base->Validate(); !valid.ok()) return ReportStatus(valid, io);
-    if (absl::Status fits = CheckValidationMemory(*base, Phase::kForward, memory_budget_bytes);
-        !fits.ok()) {
+    // A user's module is a forward unless --phase says it has the backward too.
+    const Phase phase = flags->Has("phase") ? base->phase : Phase::kForward;
+    if (absl::Status fits = CheckValidationMemory(*base, phase, memory_budget_bytes); !fits.ok()) {
       return ReportStatus(fits, io);
     }
-    results.push_back(ValidateHloModule(*std::move(module), *base,
-                                        routings->empty() ? RoutingCase::kRandom : (*routings)[0],
-                                        *seed, memory_budget_bytes));
-    results.back().backend = flags->Get("hlo");
-    if (!results.back().pass && results.back().errors.empty()) {
-      // Nothing ran: the module does not fit the contract. That is bad input.
-      return ReportStatus(absl::InvalidArgumentError(
-                              absl::StrCat(flags->Get("hlo"), ": ", results.back().message)),
-                          io);
+    const std::vector<RoutingCase> cases =
+        flags->Get("routing", "random") == "all" ? AllRoutingCases() : *routings;
+    for (RoutingCase routing : cases.empty() ? std::vector<RoutingCase>{RoutingCase::kRandom}
+                                             : cases) {
+      // Each case runs on its own copy of the module (the step owns it).
+      if (*module == nullptr) {
+        module = ParseHloModule(*text, flags->Get("hlo"));
+        if (!module.ok()) return ReportStatus(module.status(), io);
+      }
+      results.push_back(ValidateHloModule(*std::move(module), *base,
+                                          HloValidationOptions{.phase = phase,
+                                                               .routing = routing,
+                                                               .seed = *seed,
+                                                               .tolerance = tolerance,
+                                                               .memory_budget_bytes =
+                                                                   memory_budget_bytes}));
+      results.back().backend = flags->Get("hlo");
+      if (!results.back().pass && results.back().errors.empty()) {
+        // Nothing ran: the module does not fit the contract. That is bad input.
+        return ReportStatus(absl::InvalidArgumentError(
+                                absl::StrCat(flags->Get("hlo"), ": ", results.back().message)),
+                            io);
+      }
     }
   } else {
     absl::StatusOr<Chip> chip = ResolveChip(flags->Get("hw", "tpu_v5p"));

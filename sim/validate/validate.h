@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,12 @@ struct ValidationResult {
   double tolerance = 0;
   std::vector<TensorError> errors;
   std::string message;         // why it failed or was skipped
+  // validate --hlo: what the failure was traced to, one of "parameters" (the entry does not
+  // fit the contract), "contracting_dimensions", "router_precision", "combine_order" (static
+  // checks), "dropped_tokens", "renormalisation", "non_finite", "mismatch" (the numbers, no
+  // cause found); "" when it passed. `diverging_output`: the first output over the tolerance.
+  std::string cause;
+  std::string diverging_output;
 };
 
 struct ValidationCase {
@@ -209,13 +216,36 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options);
 // matmul bias router_bias [E] (router.has_bias), DeepSeek-V3's score-correction bias
 // router_score_bias [E] (router.has_score_correction_bias), and the shared expert
 // ws_0 [D, H], ws_1 [D, H], ws_o [H, D] when the model has one — the order LowerStep uses, so
-// `perfsim lower --phase fwd` output validates as is. Output y [tokens, D] (the first element
-// of a tuple root). `spec.parallelism` says how the inputs are sharded: x over dp·fsdp·ep,
-// experts over ep, every weight's D over fsdp (F is never split). Dims taken from the module
-// must match the model's.
-ValidationResult ValidateHloModule(
+// `perfsim lower --phase fwd` output validates as is — and for fwd_bwd the cotangent dy [T_l, D]
+// last. Outputs: fwd y [tokens, D] (the first element of a tuple root); fwd_bwd y and then one
+// gradient per parameter (dx, d_router_w, d_wi_0, ...: the order `perfsim lower --phase
+// fwd_bwd` writes), or the gradients alone (what jax.grad returns), each compared.
+// `spec.parallelism` says how the inputs are sharded: x over dp·fsdp·ep, experts over ep, every
+// weight's D over fsdp (F is never split). Dims taken from the module must match the model's.
+//
+// Before any numbers, the static checks of user_module_checks.h run on the module (roles from
+// the parameter order, dimension names from the model); a failure is the case's cause. When the
+// numbers differ, the message names the first output that diverges and, where the numbers tell,
+// why: rows of tokens that come out zero (tokens dropped in a dropless layer), or outputs that
+// match the reference with the top-k weights renormalised the other way.
+struct HloValidationOptions {
+  Phase phase = Phase::kForward;
+  RoutingCase routing = RoutingCase::kRandom;
+  uint64_t seed = 1;
+  double tolerance = 0;  // 0 = ToleranceFor(spec)
+  int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes;
+};
+ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
+                                   const HloValidationOptions& options);
+// The forward, as above.
+inline ValidationResult ValidateHloModule(
     std::unique_ptr<Module> module, const StepSpec& spec, RoutingCase routing, uint64_t seed,
-    int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes);
+    int64_t memory_budget_bytes = kDefaultValidationMemoryBudgetBytes) {
+  return ValidateHloModule(std::move(module), spec,
+                           HloValidationOptions{.routing = routing,
+                                                .seed = seed,
+                                                .memory_budget_bytes = memory_budget_bytes});
+}
 
 // What validating `spec`'s model and tokens holds at least, known before anything is
 // allocated: the global inputs every case makes (MakeGlobalInputs) plus the run of the dense

@@ -1,4 +1,5 @@
-// The suite `perfsim validate` runs, and `perfsim validate --hlo` on a user's module.
+// The suite `perfsim validate` runs, and the memory estimates of a case (validate_hlo.cc has
+// `perfsim validate --hlo`).
 #include <algorithm>
 #include <utility>
 
@@ -66,104 +67,6 @@ std::vector<ValidationResult> RunSuite(const SuiteOptions& options) {
     }
   }
   return results;
-}
-
-namespace {
-
-// The user module's parameters (validate.h): the reference's forward parameters, which LowerStep
-// orders as the contract does, sharded as a user's shard_map would.
-std::vector<TensorSpec> UserParameters(const LoweredStep& ref) {
-  const std::vector<MeshAxis> tokens = {MeshAxis::kDp, MeshAxis::kFsdp, MeshAxis::kEp};
-  const std::vector<MeshAxis> fsdp = {MeshAxis::kFsdp}, ep = {MeshAxis::kEp};
-  std::vector<TensorSpec> params = ref.parameters;
-  for (TensorSpec& t : params) {
-    if (t.name == "x") t.split = {tokens, {}};
-    if (t.name == "router_w") t.split = {fsdp, {}};
-    if (t.name == "wi_0" || t.name == "wi_1") t.split = {ep, fsdp, {}};
-    if (t.name == "wo") t.split = {ep, {}, fsdp};
-    if (t.name == "ws_0" || t.name == "ws_1") t.split = {fsdp, {}};
-    if (t.name == "ws_o") t.split = {{}, fsdp};
-  }
-  return params;
-}
-
-}  // namespace
-
-ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpec& spec,
-                                   RoutingCase routing, uint64_t seed,
-                                   int64_t memory_budget_bytes) {
-  ValidationResult r{.backend = "hlo",
-                     .router = "model",
-                     .routing = std::string(RoutingCaseName(routing)),
-                     .phase = "fwd",
-                     .devices = spec.num_devices(),
-                     .parallelism = spec.parallelism,
-                     .tolerance = ToleranceFor(spec)};
-  // The reference: dense_einsum on one device, forward.
-  StepSpec layout = spec;
-  layout.backend = "dense_einsum";
-  layout.phase = Phase::kForward;
-  layout.parallelism = Parallelism{};
-  absl::StatusOr<LoweredStep> ref = LowerStep(layout);
-  if (!ref.ok()) {
-    r.message = std::string(ref.status().message());
-    return r;
-  }
-  LoweredStep step{.spec = spec, .module = std::move(module)};
-  step.spec.phase = Phase::kForward;
-  step.spec.backend = "hlo";
-  step.parameters = UserParameters(*ref);
-  step.outputs = {ref->outputs[0]};
-  std::vector<std::string> names;
-  for (const TensorSpec& t : step.parameters) names.push_back(t.name);
-  const Computation* entry = step.module->entry();
-  const int64_t given = entry == nullptr ? 0 : entry->parameter_count();
-  // Shapes first (a module for another model says so at parameter 0), then the count.
-  for (int64_t i = 0; i < given && i < static_cast<int64_t>(step.parameters.size()); ++i) {
-    const TensorSpec& t = step.parameters[i];
-    std::vector<int64_t> local = t.global_dims;
-    for (size_t d = 0; d < local.size(); ++d) {
-      for (MeshAxis axis : t.split[d]) local[d] /= MeshAxisSize(spec.parallelism, axis);
-    }
-    const Shape& shape = entry->parameter(i)->shape();
-    if (shape.dimensions() != local) {
-      r.message = absl::StrCat("parameter ", i, " (", t.name, ", ", t.dims,
-                               "): expected per-device shape [", absl::StrJoin(local, ","),
-                               "] for model ", spec.model.name(), " and ",
-                               ParallelismToString(spec.parallelism), "; got ",
-                               shape.ToString(false));
-      return r;
-    }
-  }
-  if (given != static_cast<int64_t>(step.parameters.size())) {
-    r.message = absl::StrCat("expected an entry computation with ", step.parameters.size(),
-                             " parameters (", absl::StrJoin(names, ", "), ") for model ",
-                             spec.model.name(), "; got ", given);
-    return r;
-  }
-  ReferenceCache cache(memory_budget_bytes);
-  std::vector<Literal> global = MakeGlobalInputs(*ref, routing, seed);
-  absl::StatusOr<const std::vector<Literal>*> want = cache.Get(layout, global, "hlo");
-  if (!want.ok()) {
-    r.message = absl::StrCat("reference: ", want.status().message());
-    return r;
-  }
-  absl::StatusOr<std::vector<Literal>> got = RunUnsharded(step, global, memory_budget_bytes);
-  if (!got.ok()) {
-    r.message = absl::StrCat("run: ", got.status().message());
-    return r;
-  }
-  TensorError e = Compare(step.outputs[0], (*got)[0], (**want)[0]);
-  r.pass = e.non_finite == 0 && e.max_rel_error <= r.tolerance;
-  if (!r.pass) {
-    r.message = absl::StrCat("y differs from the reference at ", IndexString(e.index), ": got ",
-                             Exact(e.got), ", want ", Exact(e.want), " (relative error ",
-                             e.max_rel_error,
-                             e.non_finite > 0 ? absl::StrCat(", ", e.non_finite, " NaN/Inf") : "",
-                             ")");
-  }
-  r.errors.push_back(std::move(e));
-  return r;
 }
 
 absl::StatusOr<ValidationMemory> EstimateValidationMemory(const StepSpec& spec, Phase phase) {

@@ -7,7 +7,9 @@
 
 #include "cli/cli.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "proto/validate_report.pb.h"
 #include "sim/ir/hlo_parser.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/ir/verifier.h"
@@ -101,18 +103,40 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   EXPECT_THAT(r.err, HasSubstr("of at least 1 row"));
 }
 
+// validate's JSON is proto/validate_report.proto's ValidateReport (unknown fields refused).
+report::ValidateReport ParseReport(const std::string& json) {
+  report::ValidateReport report;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(json, &report, options);
+  EXPECT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << json;
+  return report;
+}
+
 TEST(ValidateCliTest, JsonHasTheContractFields) {
   CliResult r = RunCli({"validate", "--backend", "sparse_ragged_dot", "--devices", "2",
                         "--router", "topk_softmax", "--routing", "skewed", "--phase", "fwd_bwd",
                         "--format=json"});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
-  EXPECT_THAT(r.out, HasSubstr("{\"results\": ["));
-  EXPECT_THAT(r.out, HasSubstr("\"backend\": \"sparse_ragged_dot\", \"router\": \"topk_softmax\", "
-                               "\"routing\": \"skewed\", \"phase\": \"fwd_bwd\", \"devices\": 2, "
-                               "\"parallelism\": {\"dp\": 2, \"fsdp\": 1, \"ep\": 1, \"tp\": 1}, "
-                               "\"status\": \"pass\""));
-  EXPECT_THAT(r.out, HasSubstr("{\"tensor\": \"d_wo\", \"max_rel_error\": "));
+  const report::ValidateReport report = ParseReport(r.out);
+  ASSERT_EQ(report.results_size(), 1);
+  const report::ValidateResult& v = report.results(0);
+  EXPECT_EQ(v.backend(), "sparse_ragged_dot");
+  EXPECT_EQ(v.router(), "topk_softmax");
+  EXPECT_EQ(v.routing(), "skewed");
+  EXPECT_EQ(v.phase(), "fwd_bwd");
+  EXPECT_EQ(v.devices(), 2);
+  EXPECT_EQ(v.parallelism().dp(), 2);
+  EXPECT_EQ(v.parallelism().ep(), 1);
+  EXPECT_EQ(v.status(), "pass");
+  EXPECT_EQ(v.message(), "");
+  EXPECT_EQ(v.cause(), "");
+  bool d_wo = false;
+  for (const report::ValidateTensorError& e : v.errors()) d_wo |= e.tensor() == "d_wo";
+  EXPECT_TRUE(d_wo);
+  // Every key is printed, an empty one included.
   EXPECT_THAT(r.out, HasSubstr("\"message\": \"\""));
+  EXPECT_THAT(r.out, HasSubstr("\"diverging_output\": \"\""));
 }
 
 TEST(ValidateCliTest, TableAndUserModule) {
@@ -167,10 +191,15 @@ TEST(ValidateCliTest, AFailureIsExitOneNamingBackendTensorIndexAndValues) {
   // The JSON names the same: backend, the tensor and its index, and both values.
   r = RunCli({"validate", "--hlo", "-", "--format=json"}, text);
   EXPECT_EQ(r.code, 1);
-  EXPECT_THAT(r.out, HasSubstr("\"backend\": \"-\""));
-  EXPECT_THAT(r.out, HasSubstr("\"status\": \"fail\""));
-  EXPECT_THAT(r.out, HasSubstr("{\"tensor\": \"y\", \"max_rel_error\": "));
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("\"index\": \\[[0-9]+, [0-9]+\\], \"got\": "));
+  const report::ValidateReport report = ParseReport(r.out);
+  ASSERT_EQ(report.results_size(), 1);
+  EXPECT_EQ(report.results(0).backend(), "-");
+  EXPECT_EQ(report.results(0).status(), "fail");
+  EXPECT_EQ(report.results(0).diverging_output(), "y");
+  ASSERT_GE(report.results(0).errors_size(), 1);
+  EXPECT_EQ(report.results(0).errors(0).tensor(), "y");
+  EXPECT_EQ(report.results(0).errors(0).index_size(), 2);
+  EXPECT_NE(report.results(0).errors(0).got(), report.results(0).errors(0).want());
   // A backend's failing case names the backend: sparse_ragged_dot sums each token's K expert
   // outputs where dense_einsum sums all E (zeros included), so they differ in the last bits; a
   // tolerance of 1e-12 turns that into a failure.
