@@ -21,11 +21,11 @@ namespace {
 enum class Order { kNone, kToken, kSorted, kUnknown };
 
 struct Value {
-  std::string names;       // one logical name per dimension, '?' unknown
-  std::string source;      // the parameter this is a view of (convert, copy, transpose), or ""
+  std::string names;        // one logical name per dimension, '?' unknown
+  std::string source;       // the parameter this is a view of (convert, copy, transpose), or ""
   std::string source_dims;  // that parameter's own names, in its order
-  bool routing = false;    // depends on router_w
-  bool expert = false;     // depends on wo (expert outputs)
+  bool routing = false;     // depends on router_w
+  bool expert = false;      // depends on wo (expert outputs)
   Order order = Order::kNone;
   std::vector<Value> elements;  // tuple elements, when known
 };
@@ -174,7 +174,8 @@ class Pass {
             kept.push_back(data.names[d]);
           }
           for (size_t j = 0; j < g.offset_dims.size() && j < kept.size(); ++j) {
-            if (g.offset_dims[j] < shape.rank()) v->names[g.offset_dims[j]] = kept[j];
+            if (g.offset_dims[j] >= 0 && g.offset_dims[j] < shape.rank())
+              v->names[g.offset_dims[j]] = kept[j];
           }
         }
         break;
@@ -182,8 +183,7 @@ class Pass {
       case Opcode::kScatter: {
         if (ops.size() < 3) break;
         const Value& updates = *ops[ops.size() - 1];
-        v->order = ops[1]->routing && IsRowPermutation(in) ? Flip(updates.order)
-                                                            : updates.order;
+        v->order = ops[1]->routing && IsRowPermutation(in) ? Flip(updates.order) : updates.order;
         if (ops[0]->order != Order::kNone && !ops[1]->routing) {
           v->order = Merge(v->order, ops[0]->order);
         }
@@ -195,7 +195,8 @@ class Pass {
           v->order = ops[0]->order;
           if (a.dimensions.has_value()) {
             for (size_t j = 0; j < a.dimensions->size() && j < ops[0]->names.size(); ++j) {
-              if ((*a.dimensions)[j] < shape.rank()) v->names[(*a.dimensions)[j]] = ops[0]->names[j];
+              const int64_t to = (*a.dimensions)[j];
+              if (to >= 0 && to < shape.rank()) v->names[to] = ops[0]->names[j];
             }
           }
         }
@@ -205,9 +206,11 @@ class Pass {
           *v = *ops[0];
           v->elements.clear();
           v->names = Unknown(shape);
-          for (size_t j = 0; j < a.dimensions->size(); ++j) {
+          for (size_t j = 0; j < a.dimensions->size() && j < v->names.size(); ++j) {
             const int64_t from = (*a.dimensions)[j];
-            if (from < static_cast<int64_t>(ops[0]->names.size())) v->names[j] = ops[0]->names[from];
+            if (from >= 0 && from < static_cast<int64_t>(ops[0]->names.size())) {
+              v->names[j] = ops[0]->names[from];
+            }
           }
         }
         break;
@@ -226,9 +229,8 @@ class Pass {
                  ++i) {
               v->names[i] = ops[0]->names[i];
             }
-            for (int64_t i = 1; i <= r0 && i <= r1 &&
-                                from.dimensions(r0 - i) == shape.dimensions(r1 - i);
-                 ++i) {
+            for (int64_t i = 1;
+                 i <= r0 && i <= r1 && from.dimensions(r0 - i) == shape.dimensions(r1 - i); ++i) {
               v->names[r1 - i] = ops[0]->names[r0 - i];
             }
           }
@@ -255,7 +257,13 @@ class Pass {
           for (const Value* o : ops) args.push_back(*o);
           const Computation* called = in.calls().empty() ? in.to_apply() : in.calls()[0];
           Value out;
-          PERFSIM_RETURN_IF_ERROR(Run(*called, args, &out));
+          // Calls nest as deep as the module does; a verified module has no cycles, and the
+          // bound keeps a pathological nesting from exhausting the stack.
+          if (called == nullptr || depth_ >= kMaxDepth) break;
+          ++depth_;
+          absl::Status nested = Run(*called, args, &out);
+          --depth_;
+          PERFSIM_RETURN_IF_ERROR(nested);
           out.routing |= v->routing;
           out.expert |= v->expert;
           *v = std::move(out);
@@ -316,8 +324,7 @@ class Pass {
   }
 
   // Same-shaped operands: names agree position by position ('?' where they differ).
-  static void ElementwiseInto(const Shape& shape, const std::vector<const Value*>& ops,
-                              Value* v) {
+  static void ElementwiseInto(const Shape& shape, const std::vector<const Value*>& ops, Value* v) {
     bool first = true;
     for (const Value* o : ops) {
       if (o->names.size() != v->names.size()) continue;
@@ -329,7 +336,8 @@ class Pass {
         if (first) {
           v->names[d] = n;
         } else if (v->names[d] == '?' || n == '?' || v->names[d] != n) {
-          v->names[d] = v->names[d] == n ? n : (v->names[d] == '?' ? n : (n == '?' ? v->names[d] : '?'));
+          v->names[d] =
+              v->names[d] == n ? n : (v->names[d] == '?' ? n : (n == '?' ? v->names[d] : '?'));
         }
       }
       first = false;
@@ -350,7 +358,8 @@ class Pass {
     auto in_list = [](const std::vector<int64_t>& list, int64_t i) {
       return std::find(list.begin(), list.end(), i) != list.end();
     };
-    for (int64_t b : d->lhs_batch_dimensions) out += b < static_cast<int64_t>(lhs.names.size()) ? lhs.names[b] : '?';
+    for (int64_t b : d->lhs_batch_dimensions)
+      out += b < static_cast<int64_t>(lhs.names.size()) ? lhs.names[b] : '?';
     for (int64_t i = 0; i < static_cast<int64_t>(lhs.names.size()); ++i) {
       if (!in_list(d->lhs_batch_dimensions, i) && !in_list(d->lhs_contracting_dimensions, i)) {
         out += lhs.names[i];
@@ -367,11 +376,10 @@ class Pass {
 
   absl::Status CheckDot(const Instruction& in, const Value& lhs, const Value& rhs) {
     const InstructionAttributes& a = in.attributes();
-    const DotDimensionNumbers* d = a.dot_dimension_numbers.has_value()
-                                       ? &*a.dot_dimension_numbers
-                                       : a.ragged_dot_dimension_numbers.has_value()
-                                             ? &a.ragged_dot_dimension_numbers->dot
-                                             : nullptr;
+    const DotDimensionNumbers* d = a.dot_dimension_numbers.has_value() ? &*a.dot_dimension_numbers
+                                   : a.ragged_dot_dimension_numbers.has_value()
+                                       ? &a.ragged_dot_dimension_numbers->dot
+                                       : nullptr;
     // The router matmul's precision (known_bugs.md #28).
     if (lhs.source == "router_w" || rhs.source == "router_w") {
       const Shape& l = in.operand(0)->shape();
@@ -395,8 +403,8 @@ class Pass {
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = CheckPairs(in, "batched", lhs, rhs, d->lhs_batch_dimensions,
-                                    d->rhs_batch_dimensions);
+    if (absl::Status s =
+            CheckPairs(in, "batched", lhs, rhs, d->lhs_batch_dimensions, d->rhs_batch_dimensions);
         !s.ok()) {
       return s;
     }
@@ -404,8 +412,8 @@ class Pass {
   }
 
   absl::Status CheckPairs(const Instruction& in, absl::string_view how, const Value& lhs,
-                                 const Value& rhs, const std::vector<int64_t>& l,
-                                 const std::vector<int64_t>& r) {
+                          const Value& rhs, const std::vector<int64_t>& l,
+                          const std::vector<int64_t>& r) {
     for (size_t i = 0; i < l.size() && i < r.size(); ++i) {
       if (l[i] >= static_cast<int64_t>(lhs.names.size()) ||
           r[i] >= static_cast<int64_t>(rhs.names.size())) {
@@ -471,6 +479,8 @@ class Pass {
   const std::vector<TensorSpec>& parameters_;
   PrimitiveType router_type_;
   std::string check_;  // the failing check's name
+  static constexpr int kMaxDepth = 64;
+  int depth_ = 0;
 };
 
 }  // namespace

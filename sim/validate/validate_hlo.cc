@@ -45,8 +45,7 @@ std::vector<TensorSpec> UserOutputs(const LoweredStep& ref, const std::vector<Te
 }
 
 PrimitiveType RouterType(const ModelConfig& model) {
-  return model.proto().router().dtype() == DTYPE_BF16 ? PrimitiveType::kBF16
-                                                       : PrimitiveType::kF32;
+  return model.proto().router().dtype() == DTYPE_BF16 ? PrimitiveType::kBF16 : PrimitiveType::kF32;
 }
 
 int64_t OutputCount(const Module& module) {
@@ -135,11 +134,10 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
     }
     const Shape& shape = entry->parameter(i)->shape();
     if (shape.dimensions() != local) {
-      shape_error = absl::StrCat("parameter ", i, " (", t.name, ", ", t.dims,
-                                 "): expected per-device shape [", absl::StrJoin(local, ","),
-                                 "] for model ", spec.model.name(), " and ",
-                                 ParallelismToString(spec.parallelism), "; got ",
-                                 shape.ToString(false));
+      shape_error = absl::StrCat(
+          "parameter ", i, " (", t.name, ", ", t.dims, "): expected per-device shape [",
+          absl::StrJoin(local, ","), "] for model ", spec.model.name(), " and ",
+          ParallelismToString(spec.parallelism), "; got ", shape.ToString(false));
       if (i == 0 || given == expected) return refuse(shape_error);
       break;
     }
@@ -173,9 +171,8 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
     std::vector<std::string> output_names;
     for (const TensorSpec& o : outputs) output_names.push_back(o.name);
     return refuse(absl::StrCat("expected ", outputs.size(), " outputs (",
-                               absl::StrJoin(output_names, ", "), ") or the ",
-                               outputs.size() - 1, " gradients alone for --phase fwd_bwd; got ",
-                               output_count));
+                               absl::StrJoin(output_names, ", "), ") or the ", outputs.size() - 1,
+                               " gradients alone for --phase fwd_bwd; got ", output_count));
   }
   step.outputs.assign(outputs.begin() + first_output, outputs.end());
 
@@ -209,8 +206,8 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
     r.cause = worst->non_finite > 0 ? "non_finite" : "mismatch";
     r.message = absl::StrCat(
         worst->tensor, " differs from the reference at ", IndexString(worst->index), ": got ",
-        Exact(worst->got), ", want ", Exact(worst->want), " (relative error ",
-        worst->max_rel_error, " > ", r.tolerance,
+        Exact(worst->got), ", want ", Exact(worst->want), " (relative error ", worst->max_rel_error,
+        " > ", r.tolerance,
         worst->non_finite > 0 ? absl::StrCat(", ", worst->non_finite, " NaN/Inf") : "", ")");
     if (worst != &r.errors.front()) {
       std::vector<std::string> matching;

@@ -162,8 +162,8 @@ TEST(ValidateHloOptions, AParameterCountShortOfTheContractMentionsKeepUnused) {
 
 // The static checks on their own: perfsim's own lowerings, as user modules, pass them.
 TEST(UserModuleChecks, PerfsimLoweringsPass) {
-  for (const char* backend : {"dense_einsum", "sparse_ragged_dot", "ep_ragged_a2a",
-                              "megablox_gmm", "grouped_gemm_aligned", "ring_of_experts"}) {
+  for (const char* backend : {"dense_einsum", "sparse_ragged_dot", "ep_ragged_a2a", "megablox_gmm",
+                              "grouped_gemm_aligned", "ring_of_experts"}) {
     for (const char* phase : {"fwd", "fwd_bwd"}) {
       CliResult lowered = RunCli({"lower", "--backend", backend, "--phase", phase});
       ASSERT_EQ(lowered.code, 0) << lowered.err;
