@@ -73,6 +73,29 @@ ZeroRows ZeroTokenRows(const Literal& got, const Literal& want) {
   return z;
 }
 
+// Token rows of y within the tolerance of the reference's (relative to max |want| overall), for
+// a failure no cause explains: a fault confined to some tokens (their routing, a dropped
+// assignment) leaves the other rows exact.
+int64_t MatchingTokenRows(const Literal& got, const Literal& want, double tolerance) {
+  const std::vector<int64_t>& dims = want.shape().dimensions();
+  if (dims.size() != 2 || got.element_count() != want.element_count()) return 0;
+  double max_want = 0;
+  for (int64_t i = 0; i < want.element_count(); ++i) {
+    max_want = std::max(max_want, std::fabs(want.GetAsDouble(i)));
+  }
+  int64_t matching = 0;
+  for (int64_t t = 0; t < dims[0]; ++t) {
+    bool match = true;
+    for (int64_t d = 0; d < dims[1] && match; ++d) {
+      const double diff =
+          std::fabs(got.GetAsDouble(t * dims[1] + d) - want.GetAsDouble(t * dims[1] + d));
+      match = diff <= tolerance * std::max(max_want, 1e-30);
+    }
+    matching += match;
+  }
+  return matching;
+}
+
 // y of the reference with the router's top-k renormalisation flipped, on the same inputs: when
 // the module matches it, the module renormalises where the model does not, or the reverse.
 absl::StatusOr<TensorError> CompareWithFlippedRenormalisation(const StepSpec& layout,
@@ -243,6 +266,13 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
                   "sum 1 (router renormalize: true) and the module does not"
                 : "the module renormalises the k combine weights and the model does not "
                   "(router renormalize: false)");
+      } else if (const int64_t matching = MatchingTokenRows(y_got, y_want, r.tolerance);
+                 matching > 0) {
+        const int64_t tokens = y_want.shape().dimensions(0);
+        absl::StrAppend(&r.message, ": ", tokens - matching, " of ", tokens,
+                        " tokens' rows differ and the other ", matching,
+                        " match: a fault confined to some tokens (their routing, or expert "
+                        "assignments dropped)");
       }
     }
   }

@@ -160,6 +160,17 @@ TEST(ValidateHloOptions, AParameterCountShortOfTheContractMentionsKeepUnused) {
   EXPECT_THAT(r.err, HasSubstr("keep_unused=True"));
 }
 
+// capacity_einsum at its default capacity factor drops some of the K assignments of some
+// tokens: no row is all zero, but the rows that differ are counted against those that match.
+TEST(ValidateHloCauses, AFaultConfinedToSomeTokensIsLocalised) {
+  CliResult lowered = RunCli({"lower", "--backend", "capacity_einsum", "--phase", "fwd"});
+  ASSERT_EQ(lowered.code, 0) << lowered.err;
+  CliResult r = RunCli({"validate", "--hlo", "-"}, lowered.out);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("[0-9]+ of 64 tokens' rows differ and the other "
+                                              "[0-9]+ match: a fault confined to some tokens"));
+}
+
 // The static checks on their own: perfsim's own lowerings, as user modules, pass them.
 TEST(UserModuleChecks, PerfsimLoweringsPass) {
   for (const char* backend : {"dense_einsum", "sparse_ragged_dot", "ep_ragged_a2a", "megablox_gmm",
