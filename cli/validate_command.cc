@@ -232,7 +232,23 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
   if (!format.ok()) return ReportStatus(format.status(), io);
   if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
-  absl::StatusOr<StepSpec> base = StepSpecFromFlags(*flags, StepFlagDefaults());
+  // `--phase all` is validate's sweep over phases, not a step's phase: the step is built from
+  // the flags without it (the suite parses the list itself).
+  absl::StatusOr<ParsedFlags> step_flags = flags;
+  if (flags->Get("phase") == "all") {
+    std::vector<std::string> rest;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--phase=all") continue;
+      if (args[i] == "--phase" && i + 1 < args.size() && args[i + 1] == "all") {
+        ++i;
+        continue;
+      }
+      rest.push_back(args[i]);
+    }
+    step_flags = ParseFlags(rest, specs);
+    if (!step_flags.ok()) return ReportStatus(step_flags.status(), io);
+  }
+  absl::StatusOr<StepSpec> base = StepSpecFromFlags(*step_flags, StepFlagDefaults());
   if (!base.ok()) return ReportStatus(base.status(), io);
   absl::StatusOr<uint64_t> seed = SeedFlag(*flags, /*fallback=*/1);
   if (!seed.ok()) return ReportStatus(seed.status(), io);
@@ -273,6 +289,12 @@ int RunValidateCommand(const std::vector<std::string>& args, CliIo& io) {
     }
     if (absl::Status valid = base->Validate(); !valid.ok()) return ReportStatus(valid, io);
     // A user's module is a forward unless --phase says it has the backward too.
+    if (flags->Get("phase") == "all") {
+      return ReportStatus(absl::InvalidArgumentError(
+                              "--phase: expected fwd or fwd_bwd with --hlo (a module is one "
+                              "phase); got 'all'"),
+                          io);
+    }
     const Phase phase = flags->Has("phase") ? base->phase : Phase::kForward;
     if (absl::Status fits = CheckValidationMemory(*base, phase, memory_budget_bytes); !fits.ok()) {
       return ReportStatus(fits, io);

@@ -171,6 +171,23 @@ TEST(ValidateHloCauses, AFaultConfinedToSomeTokensIsLocalised) {
                                               "[0-9]+ match: a fault confined to some tokens"));
 }
 
+// `--phase all` sweeps both phases of the suite (it was once refused as a step's phase).
+TEST(ValidateOptions, PhaseAllRunsBothPhases) {
+  for (const char* flag : {"--phase=all", "--phase all"}) {
+    std::vector<std::string> args = {"validate", "--backend",    "dense_einsum", "--devices", "1",
+                                     "--router", "softmax_topk", "--routing",    "random"};
+    if (std::string(flag) == "--phase all") {
+      args.insert(args.end(), {"--phase", "all"});
+    } else {
+      args.push_back(flag);
+    }
+    CliResult r = RunCli(args);
+    EXPECT_EQ(r.code, 0) << flag << r.err;
+    EXPECT_THAT(r.out, HasSubstr(" fwd_bwd "));
+    EXPECT_THAT(r.out, HasSubstr("2 passed, 0 failed")) << flag;
+  }
+}
+
 // The static checks on their own: perfsim's own lowerings, as user modules, pass them.
 TEST(UserModuleChecks, PerfsimLoweringsPass) {
   for (const char* backend : {"dense_einsum", "sparse_ragged_dot", "ep_ragged_a2a", "megablox_gmm",
