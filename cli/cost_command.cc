@@ -11,6 +11,7 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
+#include "proto/report.pb.h"
 #include "sim/cost/module_cost.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/util/proto_format.h"
@@ -66,55 +67,43 @@ std::vector<double> OwnOperandBytes(const Instruction& instruction, const OpCoun
   return out;
 }
 
-std::string JsonList(const std::vector<double>& values) {
-  std::vector<std::string> parts;
-  for (double v : values) parts.push_back(Count(v));
-  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
-}
-
-std::string JsonStrings(const std::vector<std::string>& values) {
-  std::vector<std::string> parts;
-  for (const std::string& v : values) parts.push_back(JsonString(v));
-  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
-}
-
-void PrintJson(const Module& module, const Chip& chip, CostMode mode, const ModuleCost& cost,
-               std::ostream& out) {
-  out << "{\n"
-      << "  \"module\": " << JsonString(module.name()) << ",\n"
-      << "  \"hw\": " << JsonString(chip.name()) << ",\n"
-      << "  \"mode\": " << JsonString(CostModeName(mode)) << ",\n"
-      << "  \"devices\": " << cost.num_devices << ",\n"
-      << "  \"topology\": " << (cost.topology.empty() ? "null" : JsonString(cost.topology))
-      << ",\n"
-      << "  \"instructions\": [";
-  for (size_t i = 0; i < cost.instructions.size(); ++i) {
-    const Instruction& instruction = *cost.instructions[i].instruction;
-    const OpCost& c = cost.instructions[i].cost;
-    out << (i == 0 ? "\n" : ",\n")
-        << fmt::format(
-               "    {{\"name\": {}, \"opcode\": {}, \"flops\": {}, \"transcendentals\": {}, "
-               "\"bytes_accessed\": {}, \"operand_bytes_accessed\": {}, "
-               "\"output_bytes_accessed\": {}, \"seconds\": {}, \"bound\": {}, "
-               "\"compute_seconds\": {}, \"memory_seconds\": {}, \"communication_seconds\": {}, "
-               "\"overhead_seconds\": {}, \"unknown_rates\": {}}}",
-               JsonString(instruction.name()), JsonString(OpcodeSpelling(instruction.opcode())),
-               Count(c.counts.flops), Count(c.counts.transcendentals),
-               Count(c.counts.bytes_accessed), JsonList(OwnOperandBytes(instruction, c.counts)),
-               Count(c.counts.output_bytes),
-               c.seconds.has_value() ? FormatDouble(*c.seconds) : "null",
-               JsonString(BoundName(c.bound)), FormatDouble(c.compute_seconds),
-               FormatDouble(c.memory_seconds), FormatDouble(c.communication_seconds),
-               FormatDouble(c.overhead_seconds), JsonStrings(c.unknown_rates));
+report::CostReport CostReportOf(const Module& module, const Chip& chip, CostMode mode,
+                                const ModuleCost& cost) {
+  report::CostReport r;
+  r.set_module(module.name());
+  r.set_hw(chip.name());
+  r.set_mode(std::string(CostModeName(mode)));
+  r.set_devices(cost.num_devices);
+  *r.mutable_topology() = StringOrNull(cost.topology);
+  for (const InstructionCost& row : cost.instructions) {
+    const Instruction& instruction = *row.instruction;
+    const OpCost& c = row.cost;
+    report::CostInstruction& out = *r.add_instructions();
+    out.set_name(instruction.name());
+    out.set_opcode(std::string(OpcodeSpelling(instruction.opcode())));
+    out.set_flops(c.counts.flops);
+    out.set_transcendentals(c.counts.transcendentals);
+    out.set_bytes_accessed(c.counts.bytes_accessed);
+    for (double bytes : OwnOperandBytes(instruction, c.counts)) {
+      out.add_operand_bytes_accessed(bytes);
+    }
+    out.set_output_bytes_accessed(c.counts.output_bytes);
+    *out.mutable_seconds() = NumberOrNull(c.seconds);
+    out.set_bound(std::string(BoundName(c.bound)));
+    out.set_compute_seconds(c.compute_seconds);
+    out.set_memory_seconds(c.memory_seconds);
+    out.set_communication_seconds(c.communication_seconds);
+    out.set_overhead_seconds(c.overhead_seconds);
+    for (const std::string& rate : c.unknown_rates) out.add_unknown_rates(rate);
   }
-  out << "\n  ],\n"
-      << fmt::format(
-             "  \"totals\": {{\"flops\": {}, \"transcendentals\": {}, \"bytes_accessed\": {}, "
-             "\"seconds\": {}, \"untimed_instructions\": {}}},\n",
-             Count(cost.totals.flops), Count(cost.totals.transcendentals),
-             Count(cost.totals.bytes_accessed), FormatDouble(cost.seconds),
-             cost.untimed_instructions)
-      << "  \"unknown_rates\": " << JsonStrings(cost.unknown_rates) << "\n}\n";
+  report::CostTotals& totals = *r.mutable_totals();
+  totals.set_flops(cost.totals.flops);
+  totals.set_transcendentals(cost.totals.transcendentals);
+  totals.set_bytes_accessed(cost.totals.bytes_accessed);
+  totals.set_seconds(cost.seconds);
+  totals.set_untimed_instructions(cost.untimed_instructions);
+  for (const std::string& rate : cost.unknown_rates) r.add_unknown_rates(rate);
+  return r;
 }
 
 void PrintTable(const Module& module, const Chip& chip, CostMode mode, const ModuleCost& cost,
@@ -205,7 +194,7 @@ int RunCostCommand(const std::vector<std::string>& args, CliIo& io) {
         io);
   }
   if (*format == "json") {
-    PrintJson(**module, *chip, options.mode, *cost, io.out);
+    io.out << ReportJson(CostReportOf(**module, *chip, options.mode, *cost));
   } else {
     PrintTable(**module, *chip, options.mode, *cost, io.out);
   }

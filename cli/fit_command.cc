@@ -14,6 +14,7 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
+#include "proto/report.pb.h"
 #include "sim/fit/fit_report.h"
 #include "sim/fit/kernels.h"
 #include "sim/fit/tiling_search.h"
@@ -202,12 +203,11 @@ absl::StatusOr<KernelOptions> ParseOptions(const ParsedFlags& flags, KernelKind 
 
 std::string DtypeName(PrimitiveType type) { return std::string(PrimitiveTypeName(type)); }
 
-std::string JsonInts(const Dims& dims) { return absl::StrCat("[", absl::StrJoin(dims, ", "), "]"); }
-
 // [tm, tk, tn]; [rows, chunk] for ragged_gather (tn = 0).
-std::string JsonTiling(const Tiling& t) {
-  if (t.tn == 0) return absl::StrCat("[", t.tm, ", ", t.tk, "]");
-  return absl::StrCat("[", t.tm, ", ", t.tk, ", ", t.tn, "]");
+void SetTiling(const Tiling& t, google::protobuf::RepeatedField<double>* out) {
+  out->Add(t.tm);
+  out->Add(t.tk);
+  if (t.tn != 0) out->Add(t.tn);
 }
 
 std::string Header(const FitReport& r) {
@@ -260,55 +260,48 @@ void PrintReport(const FitReport& r, std::ostream& out) {
   out << (r.fits ? "fits: " : "DOES NOT FIT: ") << r.reason << "\n";
 }
 
-std::string ReportJsonFields(const FitReport& r, absl::string_view indent) {
-  std::vector<std::string> buffers;
+// The problem and the tiling's report; the caller adds what the form (--tiling, --search) adds.
+report::FitReport FitReportOf(const FitReport& r) {
+  report::FitReport out;
+  const KernelProblem& p = r.problem;
+  out.set_kernel(std::string(KernelName(p.kernel)));
+  out.set_hw(r.chip);
+  report::FitShape& shape = *out.mutable_shape();
+  shape.set_m(p.shape.m);
+  shape.set_k(p.shape.k);
+  shape.set_n(p.shape.n);
+  shape.set_groups(p.shape.groups);
+  report::FitDtypes& dtype = *out.mutable_dtype();
+  dtype.set_lhs(DtypeName(p.dtypes.lhs));
+  dtype.set_rhs(DtypeName(p.dtypes.rhs));
+  dtype.set_out(DtypeName(p.dtypes.out));
+  SetTiling(r.tiling, out.mutable_tiling());
+  out.set_fits(r.fits);
+  out.set_memory(std::string(MemorySpaceName(r.limits.space)));
+  out.set_required_bytes(r.required_bytes);
+  out.set_limit_bytes(r.limit_bytes);
+  out.set_limit_source(r.limits.limit_source);
+  out.set_physical_bytes(r.physical_bytes);
+  out.set_margin_bytes(r.margin_bytes);
+  out.set_default_limit_bytes(r.limits.default_limit_bytes);
+  out.set_fits_default_limit(r.fits_default_limit);
+  out.set_fits_physical(r.fits_physical);
+  out.set_smem_required_bytes(r.smem_required_bytes);
+  out.set_smem_limit_bytes(r.limits.smem_limit_bytes);
+  for (const std::string& v : r.violations) out.add_violations(v);
+  out.set_reason(r.reason);
   for (const FitBuffer& b : r.buffers) {
-    buffers.push_back(fmt::format(
-        "{}  {{\"name\": {}, \"memory\": {}, \"role\": {}, \"shape\": {}, \"allocated_shape\": {}, "
-        "\"dtype\": {}, \"count\": {}, \"bytes\": {}}}",
-        std::string(indent), JsonString(b.name), JsonString(MemorySpaceName(b.space)),
-        JsonString(BufferRoleName(b.role)), JsonInts(b.block_shape), JsonInts(b.allocated_shape),
-        JsonString(DtypeName(b.dtype)), b.count, b.bytes));
+    report::FitBuffer& buffer = *out.add_buffers();
+    buffer.set_name(std::string(b.name));
+    buffer.set_memory(std::string(MemorySpaceName(b.space)));
+    buffer.set_role(std::string(BufferRoleName(b.role)));
+    for (int64_t d : b.block_shape) buffer.add_shape(d);
+    for (int64_t d : b.allocated_shape) buffer.add_allocated_shape(d);
+    buffer.set_dtype(DtypeName(b.dtype));
+    buffer.set_count(b.count);
+    buffer.set_bytes(b.bytes);
   }
-  std::vector<std::string> violations;
-  for (const std::string& v : r.violations) violations.push_back(JsonString(v));
-  const std::string i(indent);
-  return absl::StrCat(i, "\"tiling\": ", JsonTiling(r.tiling), ",\n",                         //
-                      i, "\"fits\": ", r.fits ? "true" : "false", ",\n",                      //
-                      i, "\"memory\": ", JsonString(MemorySpaceName(r.limits.space)), ",\n",  //
-                      i, "\"required_bytes\": ", r.required_bytes, ",\n",                     //
-                      i, "\"limit_bytes\": ", r.limit_bytes, ",\n",                           //
-                      i, "\"limit_source\": ", JsonString(r.limits.limit_source), ",\n",      //
-                      i, "\"physical_bytes\": ", r.physical_bytes, ",\n",                     //
-                      i, "\"margin_bytes\": ", r.margin_bytes, ",\n",                         //
-                      i, "\"default_limit_bytes\": ", r.limits.default_limit_bytes, ",\n",    //
-                      i, "\"fits_default_limit\": ", r.fits_default_limit ? "true" : "false",
-                      ",\n",                                                                //
-                      i, "\"fits_physical\": ", r.fits_physical ? "true" : "false", ",\n",  //
-                      i, "\"smem_required_bytes\": ", r.smem_required_bytes, ",\n",         //
-                      i, "\"smem_limit_bytes\": ", r.limits.smem_limit_bytes, ",\n",        //
-                      i, "\"violations\": [", absl::StrJoin(violations, ", "), "],\n",      //
-                      i, "\"reason\": ", JsonString(r.reason), ",\n",                       //
-                      i, "\"buffers\": [\n", absl::StrJoin(buffers, ",\n"), "\n", i, "]");
-}
-
-std::string ProblemJsonFields(const KernelProblem& p, const std::string& chip) {
-  return absl::StrCat("  \"kernel\": ", JsonString(KernelName(p.kernel)),
-                      ",\n  \"hw\": ", JsonString(chip), ",\n  \"shape\": {\"m\": ", p.shape.m,
-                      ", \"k\": ", p.shape.k, ", \"n\": ", p.shape.n,
-                      ", \"groups\": ", p.shape.groups,
-                      "},\n  \"dtype\": {\"lhs\": ", JsonString(DtypeName(p.dtypes.lhs)),
-                      ", \"rhs\": ", JsonString(DtypeName(p.dtypes.rhs)),
-                      ", \"out\": ", JsonString(DtypeName(p.dtypes.out)), "},\n");
-}
-
-std::string CostJsonFields(const TilingCostEstimate& c, absl::string_view indent) {
-  const std::string i(indent);
-  return absl::StrCat(i, "\"estimated_seconds\": ", FormatDouble(c.seconds), ",\n", i,
-                      "\"compute_seconds\": ", FormatDouble(c.compute_seconds), ",\n", i,
-                      "\"memory_seconds\": ", FormatDouble(c.memory_seconds), ",\n", i,
-                      "\"overhead_seconds\": ", FormatDouble(c.overhead_seconds), ",\n", i,
-                      "\"grid_steps\": ", c.grid_steps, ",\n");
+  return out;
 }
 
 std::string Bound(const TilingCostEstimate& c) {
@@ -319,32 +312,35 @@ std::string Micros(double seconds) { return fmt::format("{:.1f} us", seconds * 1
 
 // JSON: the chosen tiling's report at top level (the fastest that fits, or, when nothing
 // fits, the smallest footprint), its estimate, the search summary and the runners-up.
-void PrintSearchJson(const KernelProblem& problem, const Chip& chip, const TilingSearchResult& s,
-                     std::ostream& out) {
+report::FitReport SearchReportOf(const KernelProblem& problem, const TilingSearchResult& s) {
   const bool found = s.best.has_value();
-  const FitReport& chosen = found ? *s.best : *s.smallest_misfit;
-  std::vector<std::string> runners;
-  for (const RankedTiling& r : s.runners_up) {
-    runners.push_back(
-        fmt::format("    {{\"tiling\": {}, \"required_bytes\": {}, \"estimated_seconds\": {}}}",
-                    JsonTiling(r.tiling), r.required_bytes, FormatDouble(r.cost.seconds)));
+  report::FitReport out = FitReportOf(found ? *s.best : *s.smallest_misfit);
+  report::FitSearch& search = *out.mutable_search();
+  search.set_candidates(s.candidates);
+  search.set_fitting(s.fitting);
+  search.set_chosen(found ? "fastest fitting tiling" : "smallest footprint; nothing fits");
+  search.set_cost_model(std::string(TilingCostModelName(problem.kernel)));
+  if (found) {
+    out.set_estimated_seconds(s.best_cost.seconds);
+    out.set_compute_seconds(s.best_cost.compute_seconds);
+    out.set_memory_seconds(s.best_cost.memory_seconds);
+    out.set_overhead_seconds(s.best_cost.overhead_seconds);
+    out.set_grid_steps(s.best_cost.grid_steps);
   }
-  out << "{\n" << ProblemJsonFields(problem, chip.name());
-  out << "  \"search\": {\"candidates\": " << s.candidates << ", \"fitting\": " << s.fitting
-      << ", \"chosen\": "
-      << JsonString(found ? "fastest fitting tiling" : "smallest footprint; nothing fits")
-      << ", \"cost_model\": " << JsonString(TilingCostModelName(problem.kernel)) << "},\n";
-  if (found) out << CostJsonFields(s.best_cost, "  ");
-  out << ReportJsonFields(chosen, "  ") << ",\n";
-  out << "  \"runners_up\": [" << (runners.empty() ? "" : "\n") << absl::StrJoin(runners, ",\n")
-      << (runners.empty() ? "" : "\n  ") << "]\n}\n";
+  for (const RankedTiling& r : s.runners_up) {
+    report::FitRunnerUp& runner = *out.add_runners_up();
+    SetTiling(r.tiling, runner.mutable_tiling());
+    runner.set_required_bytes(r.required_bytes);
+    runner.set_estimated_seconds(r.cost.seconds);
+  }
+  return out;
 }
 
-int PrintSearch(const KernelProblem& problem, const Chip& chip, const TilingSearchResult& s,
+int PrintSearch(const KernelProblem& problem, const TilingSearchResult& s,
                 const std::string& format, CliIo& io) {
   const bool found = s.best.has_value();
   if (format == "json") {
-    PrintSearchJson(problem, chip, s, io.out);
+    io.out << ReportJson(SearchReportOf(problem, s));
     return found ? kExitOk : kExitCheckFailed;
   }
   const FitReport& any = found ? *s.best : *s.smallest_misfit;
@@ -377,10 +373,9 @@ int PrintSearch(const KernelProblem& problem, const Chip& chip, const TilingSear
 int PrintFit(const FitReport& r, absl::string_view tiling_source, const std::string& format,
              CliIo& io) {
   if (format == "json") {
-    io.out << "{\n"
-           << ProblemJsonFields(r.problem, r.chip)
-           << "  \"tiling_source\": " << JsonString(tiling_source) << ",\n"
-           << ReportJsonFields(r, "  ") << "\n}\n";
+    report::FitReport out = FitReportOf(r);
+    out.set_tiling_source(std::string(tiling_source));
+    io.out << ReportJson(out);
   } else {
     io.out << Header(r) << ", tiling " << TilingToString(r.tiling);
     if (tiling_source != "given") io.out << " (no --tiling: " << tiling_source << ")";
@@ -494,7 +489,7 @@ int RunFitCommand(const std::vector<std::string>& args, CliIo& io) {
     if (result->candidates == 0) {
       return ReportStatus(UsageError("fit --search: no legal tiling to try for this shape"), io);
     }
-    return PrintSearch(request->problem, *chip, *result, *format, io);
+    return PrintSearch(request->problem, *result, *format, io);
   }
   absl::string_view tiling_source = "given";
   if (!request->tiling.has_value()) {

@@ -25,6 +25,7 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
+#include "proto/report.pb.h"
 #include "sim/interp/interpreter.h"
 #include "sim/interp/npy.h"
 #include "sim/interp/random_inputs.h"
@@ -99,10 +100,10 @@ bytes of the .npy that --save-outputs writes. From NumPy (on a little-endian mac
   for b in np.load('out_0_0.npy').tobytes(): h = ((h ^ b) * 0x100000001b3) % 2**64
 NaN / Inf: elements that are NaN / +-infinity (0 for integer types; a complex element counts
 when either part is). First values: the first 4 elements in row-major order, with 6
-significant digits, complex ones as (re,im) (JSON: exactly, the shortest decimal that reads
-back as the same value, complex ones as [re, im]; NaN and infinities as strings). Rows are
-sorted by output, then device: every device gets its line, since SPMD devices compute
-different data.
+significant digits, complex ones as (re,im) (JSON, report.RunReport in proto/report.proto:
+exactly, a decimal that reads back as the same value, complex ones as [re, im]; NaN and
+infinities as strings). Rows are sorted by output, then device: every device gets its line,
+since SPMD devices compute different data.
 
 Memory: the header's "memory" line gives what --memory-budget is compared with, the bytes of
 buffers the run holds at its peak: the interpreter's copy of the inputs plus, for each device,
@@ -335,41 +336,64 @@ void Flatten(const Literal& literal, std::vector<const Literal*>* out) {
 
 std::string ChecksumText(uint64_t checksum) { return fmt::format("{:016x}", checksum); }
 
-// A float as text: 6 significant digits or, when `exact`, the shortest decimal that reads back
-// as the same double; nan, inf and -inf as words (as JSON strings when `json`, since JSON has
-// no such numbers).
-std::string FloatText(double v, bool exact, bool json) {
-  std::string text;
-  if (std::isnan(v)) {
-    text = "nan";
-  } else if (std::isinf(v)) {
-    text = v > 0 ? "inf" : "-inf";
-  } else {
-    return exact ? FormatDouble(v) : fmt::format("{:.6g}", v);
-  }
-  return json ? JsonString(text) : text;
+// A float as text: 6 significant digits; nan, inf and -inf as words.
+std::string FloatText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.6g}", v);
 }
 
 // Element i as text: integers exactly, pred as 0/1, floats as FloatText, complex numbers as
-// (re,im) or, in JSON, [re, im].
-std::string ValueText(const Literal& literal, int64_t i, bool exact, bool json) {
+// (re,im).
+std::string ValueText(const Literal& literal, int64_t i) {
   const PrimitiveType type = literal.shape().element_type();
   if (IsComplex(type)) {
     const auto [re, im] = ComplexAt(literal, i);
-    return json ? absl::StrCat("[", FloatText(re, exact, json), ", ", FloatText(im, exact, json),
-                               "]")
-                : absl::StrCat("(", FloatText(re, exact, json), ",", FloatText(im, exact, json),
-                               ")");
+    return absl::StrCat("(", FloatText(re), ",", FloatText(im), ")");
   }
   if (!IsFloatingPoint(type)) return absl::StrCat(literal.GetAsInt64(i));
-  return FloatText(literal.GetAsDouble(i), exact, json);
+  return FloatText(literal.GetAsDouble(i));
 }
 
-std::vector<std::string> FirstValues(const Literal& literal, bool exact, bool json) {
+std::vector<std::string> FirstValues(const Literal& literal) {
   std::vector<std::string> values;
   const int64_t n = std::min(literal.element_count(), kFirstValues);
-  for (int64_t i = 0; i < n; ++i) values.push_back(ValueText(literal, i, exact, json));
+  for (int64_t i = 0; i < n; ++i) values.push_back(ValueText(literal, i));
   return values;
+}
+
+// A float for JSON: the number, exactly, or "nan", "inf", "-inf" (JSON has no such numbers).
+google::protobuf::Value FloatValue(double v) {
+  google::protobuf::Value value;
+  if (std::isfinite(v)) {
+    value.set_number_value(v);
+  } else {
+    value.set_string_value(FloatText(v));
+  }
+  return value;
+}
+
+// Element i for JSON (report.RunOutput.first_values): floats as FloatValue, complex numbers as
+// [re, im], integers as numbers, or as decimal strings beyond 2^53 where a double would round.
+google::protobuf::Value FirstValueJson(const Literal& literal, int64_t i) {
+  const PrimitiveType type = literal.shape().element_type();
+  google::protobuf::Value value;
+  if (IsComplex(type)) {
+    const auto [re, im] = ComplexAt(literal, i);
+    google::protobuf::ListValue& pair = *value.mutable_list_value();
+    *pair.add_values() = FloatValue(re);
+    *pair.add_values() = FloatValue(im);
+    return value;
+  }
+  if (IsFloatingPoint(type)) return FloatValue(literal.GetAsDouble(i));
+  constexpr int64_t kExactDoubleIntegers = int64_t{1} << 53;
+  const int64_t n = literal.GetAsInt64(i);
+  if (n > -kExactDoubleIntegers && n < kExactDoubleIntegers) {
+    value.set_number_value(static_cast<double>(n));
+  } else {
+    value.set_string_value(absl::StrCat(n));
+  }
+  return value;
 }
 
 void PrintTable(const Module& module, const RunFlags& run, int64_t num_devices,
@@ -394,46 +418,46 @@ void PrintTable(const Module& module, const RunFlags& run, int64_t num_devices,
   for (const OutputSummary& s : summaries) {
     const Literal& literal = *s.literal;
     std::string values =
-        absl::StrJoin(FirstValues(literal, /*exact=*/false, /*json=*/false), " ");
+        absl::StrJoin(FirstValues(literal), " ");
     if (literal.element_count() > kFirstValues) absl::StrAppend(&values, " ...");
     out << fmt::format(kRow, s.index, s.device, literal.shape().ToString(false),
                        ChecksumText(s.checksum), s.nan_count, s.inf_count, values);
   }
 }
 
-void PrintJson(const Module& module, const RunFlags& run, int64_t num_devices,
-               const RunResult& result, const std::vector<OutputSummary>& summaries,
-               std::ostream& out) {
-  std::vector<std::string> inputs;
-  for (const std::string& path : run.input_paths) inputs.push_back(JsonString(path));
-  out << "{\n";
-  out << fmt::format("  \"module\": {},\n", JsonString(module.name()));
-  out << fmt::format("  \"devices\": {},\n", num_devices);
-  out << fmt::format("  \"seed\": {},\n", run.seed);
-  out << fmt::format("  \"inputs\": {},\n", run.input_paths.empty()
-                                                ? std::string("\"random\"")
-                                                : "[" + absl::StrJoin(inputs, ", ") + "]");
-  out << fmt::format("  \"memory_budget_bytes\": {},\n", run.memory_budget_bytes);
-  out << fmt::format("  \"memory_need_bytes\": {},\n", result.memory.total_bytes);
-  out << fmt::format("  \"memory_input_bytes\": {},\n", result.memory.input_bytes);
-  out << fmt::format("  \"memory_device_bytes\": {},\n", result.memory.device_bytes);
-  out << fmt::format("  \"memory_peak_at\": {},\n", JsonString(result.memory.peak_at));
-  out << "  \"outputs\": [";
-  for (size_t i = 0; i < summaries.size(); ++i) {
-    const OutputSummary& s = summaries[i];
-    const Shape& shape = s.literal->shape();
-    const std::vector<std::string> values = FirstValues(*s.literal, /*exact=*/true, /*json=*/true);
-    out << (i == 0 ? "\n" : ",\n")
-        << fmt::format(
-               "    {{\"index\": {}, \"device\": {}, \"shape\": {}, \"dtype\": {}, "
-               "\"dimensions\": [{}], \"fnv1a64\": \"{}\", \"nan_count\": {}, "
-               "\"inf_count\": {}, \"first_values\": [{}]}}",
-               s.index, s.device, JsonString(shape.ToString(false)),
-               JsonString(PrimitiveTypeName(shape.element_type())),
-               absl::StrJoin(shape.dimensions(), ", "), ChecksumText(s.checksum), s.nan_count,
-               s.inf_count, absl::StrJoin(values, ", "));
+report::RunReport RunReportOf(const Module& module, const RunFlags& run, int64_t num_devices,
+                              const RunResult& result,
+                              const std::vector<OutputSummary>& summaries) {
+  report::RunReport r;
+  r.set_module(module.name());
+  r.set_devices(num_devices);
+  r.set_seed(run.seed);
+  if (run.input_paths.empty()) {
+    r.mutable_inputs()->set_string_value("random");
+  } else {
+    google::protobuf::ListValue& paths = *r.mutable_inputs()->mutable_list_value();
+    for (const std::string& path : run.input_paths) paths.add_values()->set_string_value(path);
   }
-  out << "\n  ]\n}\n";
+  r.set_memory_budget_bytes(run.memory_budget_bytes);
+  r.set_memory_need_bytes(result.memory.total_bytes);
+  r.set_memory_input_bytes(result.memory.input_bytes);
+  r.set_memory_device_bytes(result.memory.device_bytes);
+  r.set_memory_peak_at(result.memory.peak_at);
+  for (const OutputSummary& s : summaries) {
+    const Shape& shape = s.literal->shape();
+    report::RunOutput& out = *r.add_outputs();
+    out.set_index(s.index);
+    out.set_device(s.device);
+    out.set_shape(shape.ToString(false));
+    out.set_dtype(std::string(PrimitiveTypeName(shape.element_type())));
+    for (int64_t d : shape.dimensions()) out.add_dimensions(d);
+    out.set_fnv1a64(ChecksumText(s.checksum));
+    out.set_nan_count(s.nan_count);
+    out.set_inf_count(s.inf_count);
+    const int64_t n = std::min(s.literal->element_count(), kFirstValues);
+    for (int64_t i = 0; i < n; ++i) *out.add_first_values() = FirstValueJson(*s.literal, i);
+  }
+  return r;
 }
 
 absl::Status SaveOutputs(const std::string& dir, const std::vector<OutputSummary>& summaries) {
@@ -509,7 +533,7 @@ absl::Status Run(const RunFlags& run, CliIo& io) {
       [](const OutputSummary& a, const OutputSummary& b) { return a.index < b.index; });
   if (!run.save_dir.empty()) PERFSIM_RETURN_IF_ERROR(SaveOutputs(run.save_dir, summaries));
   if (run.json) {
-    PrintJson(*module, run, num_devices, *result, summaries, io.out);
+    io.out << ReportJson(RunReportOf(*module, run, num_devices, *result, summaries));
   } else {
     PrintTable(*module, run, num_devices, *result, summaries, io.out);
   }

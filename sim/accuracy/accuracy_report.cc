@@ -1,6 +1,7 @@
 // Table and JSON output of `perfsim accuracy` (accuracy_report.h).
 #include "sim/accuracy/accuracy_report.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,12 +17,21 @@ namespace {
 std::string Number(double v) { return fmt::format("{:.4g}", v); }
 std::string Signed(double pct) { return fmt::format("{:+.1f}", pct); }
 
-std::string JsonNumberOrNull(bool present, double v) { return present ? FormatDouble(v) : "null"; }
+google::protobuf::Value NumberIf(bool present, double v) {
+  return NumberOrNull(present ? std::optional<double>(v) : std::nullopt);
+}
 
-std::string JsonStringList(const std::vector<std::string>& values) {
-  std::vector<std::string> parts;
-  for (const std::string& v : values) parts.push_back(JsonString(v));
-  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+void SetSummaries(const std::vector<ErrorSummary>& summaries,
+                  google::protobuf::RepeatedPtrField<report::AccuracySummary>* out) {
+  for (const ErrorSummary& s : summaries) {
+    report::AccuracySummary& summary = *out->Add();
+    summary.set_scope(s.scope);
+    summary.set_count(s.count);
+    summary.set_median_abs_error_pct(s.median_abs_pct);
+    summary.set_p90_abs_error_pct(s.p90_abs_pct);
+    *summary.mutable_worst_id() = StringOrNull(s.count == 0 ? "" : s.worst_id);
+    summary.set_worst_error_pct(s.worst_pct);
+  }
 }
 
 const ErrorSummary* FindScope(const std::vector<ErrorSummary>& summaries,
@@ -115,49 +125,34 @@ void PrintAccuracyTable(const AccuracyReport& report, std::ostream& out) {
   PrintFittedFactors(report.calibration, out);
 }
 
-void PrintAccuracyJson(const AccuracyReport& report, std::ostream& out) {
-  out << "{\n  \"file\": " << JsonString(report.filename) << ",\n  \"rows\": [";
-  for (size_t i = 0; i < report.rows.size(); ++i) {
-    const AccuracyRow& r = report.rows[i];
+report::AccuracyReport AccuracyReportProto(const AccuracyReport& report) {
+  report::AccuracyReport out;
+  out.set_file(report.filename);
+  for (const AccuracyRow& r : report.rows) {
     const bool sim = r.simulated();
-    out << (i == 0 ? "\n" : ",\n")
-        << fmt::format(
-               "    {{\"id\": {}, \"category\": {}, \"chip\": {}, \"unit\": {}, \"measured\": {}, "
-               "\"measured_text\": {}, \"measured_flagged\": {}, \"predicted\": {}, "
-               "\"error_pct\": {}, \"physics_predicted\": {}, \"physics_error_pct\": {}, "
-               "\"loo_predicted\": {}, \"loo_error_pct\": {}, \"description\": {}, "
-               "\"detail\": {}, \"skipped_reason\": {}}}",
-               JsonString(r.id), JsonString(r.category),
-               r.chip.empty() ? "null" : JsonString(r.chip), JsonString(r.unit),
-               FormatDouble(r.measured), JsonString(r.measured_text),
-               r.measured_flagged ? "true" : "false",
-               JsonNumberOrNull(sim, r.predicted[kCalibrated]),
-               JsonNumberOrNull(sim, r.error_pct[kCalibrated]),
-               JsonNumberOrNull(sim, r.predicted[kPhysics]),
-               JsonNumberOrNull(sim, r.error_pct[kPhysics]),
-               JsonNumberOrNull(sim, r.predicted[kLeaveOneOut]),
-               JsonNumberOrNull(sim, r.error_pct[kLeaveOneOut]), JsonString(r.description),
-               JsonString(r.detail), sim ? "null" : JsonString(r.skipped_reason));
+    report::AccuracyRow& row = *out.add_rows();
+    row.set_id(r.id);
+    row.set_category(r.category);
+    *row.mutable_chip() = StringOrNull(r.chip);
+    row.set_unit(r.unit);
+    row.set_measured(r.measured);
+    row.set_measured_text(r.measured_text);
+    row.set_measured_flagged(r.measured_flagged);
+    *row.mutable_predicted() = NumberIf(sim, r.predicted[kCalibrated]);
+    *row.mutable_error_pct() = NumberIf(sim, r.error_pct[kCalibrated]);
+    *row.mutable_physics_predicted() = NumberIf(sim, r.predicted[kPhysics]);
+    *row.mutable_physics_error_pct() = NumberIf(sim, r.error_pct[kPhysics]);
+    *row.mutable_loo_predicted() = NumberIf(sim, r.predicted[kLeaveOneOut]);
+    *row.mutable_loo_error_pct() = NumberIf(sim, r.error_pct[kLeaveOneOut]);
+    row.set_description(r.description);
+    row.set_detail(r.detail);
+    *row.mutable_skipped_reason() = StringOrNull(r.skipped_reason);
   }
-  out << "\n  ],\n  \"skipped\": " << report.skipped << ",\n  \"summary\": {";
-  for (int c = 0; c < kNumAccuracyColumns; ++c) {
-    out << (c == 0 ? "\n" : ",\n") << "    "
-        << JsonString(AccuracyColumnName(static_cast<AccuracyColumn>(c))) << ": [";
-    const std::vector<ErrorSummary>& list = report.summaries[c];
-    for (size_t i = 0; i < list.size(); ++i) {
-      const ErrorSummary& s = list[i];
-      out << (i == 0 ? "\n" : ",\n")
-          << fmt::format(
-                 "      {{\"scope\": {}, \"count\": {}, \"median_abs_error_pct\": {}, "
-                 "\"p90_abs_error_pct\": {}, \"worst_id\": {}, \"worst_error_pct\": {}}}",
-                 JsonString(s.scope), s.count, FormatDouble(s.median_abs_pct),
-                 FormatDouble(s.p90_abs_pct), s.count == 0 ? "null" : JsonString(s.worst_id),
-                 FormatDouble(s.worst_pct));
-    }
-    out << "\n    ]";
-  }
-  out << "\n  },\n  \"factors\": [";
-  bool first = true;
+  out.set_skipped(report.skipped);
+  report::AccuracySummaries& summary = *out.mutable_summary();
+  SetSummaries(report.summaries[kPhysics], summary.mutable_physics());
+  SetSummaries(report.summaries[kCalibrated], summary.mutable_calibrated());
+  SetSummaries(report.summaries[kLeaveOneOut], summary.mutable_leave_one_out());
   for (const auto& [chip, fitted] : report.calibration.chips) {
     for (int k = 0; k < kNumFactorKinds; ++k) {
       const FactorKind kind = static_cast<FactorKind>(k);
@@ -165,28 +160,27 @@ void PrintAccuracyJson(const AccuracyReport& report, std::ostream& out) {
       auto choice = fitted.overhead_selection.find(kind);
       const bool tested = choice != fitted.overhead_selection.end();
       if (ids == fitted.fitted_on.end() && !tested) continue;
-      const std::string selection =
-          tested ? fmt::format(
-                       ", \"kept\": {}, \"loo_rms_log_error_with\": {}, "
-                       "\"loo_rms_log_error_without\": {}, \"tested_on\": {}",
-                       choice->second.kept ? "true" : "false",
-                       FormatDouble(choice->second.loo_rms_log_error_with),
-                       FormatDouble(choice->second.loo_rms_log_error_without),
-                       JsonStringList(choice->second.rows))
-                 : std::string();
-      out << (first ? "\n" : ",\n")
-          << fmt::format(
-                 "    {{\"chip\": {}, \"factor\": {}, \"value\": {}, \"chip_property\": {}, "
-                 "\"fitted_on\": {}{}}}",
-                 JsonString(chip), JsonString(FactorFieldName(kind)),
-                 FormatDouble(fitted.factors.Get(kind)), IsChipProperty(kind) ? "true" : "false",
-                 JsonStringList(ids == fitted.fitted_on.end() ? std::vector<std::string>()
-                                                              : ids->second),
-                 selection);
-      first = false;
+      report::AccuracyFactor& factor = *out.add_factors();
+      factor.set_chip(chip);
+      factor.set_factor(std::string(FactorFieldName(kind)));
+      factor.set_value(fitted.factors.Get(kind));
+      factor.set_chip_property(IsChipProperty(kind));
+      if (ids != fitted.fitted_on.end()) {
+        for (const std::string& id : ids->second) factor.add_fitted_on(id);
+      }
+      if (tested) {
+        factor.set_kept(choice->second.kept);
+        factor.set_loo_rms_log_error_with(choice->second.loo_rms_log_error_with);
+        factor.set_loo_rms_log_error_without(choice->second.loo_rms_log_error_without);
+        for (const std::string& id : choice->second.rows) factor.add_tested_on(id);
+      }
     }
   }
-  out << "\n  ]\n}\n";
+  return out;
+}
+
+void PrintAccuracyJson(const AccuracyReport& report, std::ostream& out) {
+  out << ReportJson(AccuracyReportProto(report));
 }
 
 }  // namespace perfsim

@@ -1,6 +1,5 @@
 #include "sim/report/predict_report.h"
 
-#include <cmath>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +8,7 @@
 #include "fmt/format.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/routing.h"
+#include "sim/util/proto_format.h"
 
 namespace perfsim {
 namespace {
@@ -35,8 +35,6 @@ std::string Json(absl::string_view s) {
   }
   return out + "\"";
 }
-
-std::string Num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
 
 std::string Scenario(const Prediction& p) {
   const StepSpec& s = p.options.spec;
@@ -120,48 +118,65 @@ std::string FormatPredictionTable(const Prediction& p) {
   return out;
 }
 
-std::string PredictionJson(const Prediction& p) {
+report::PredictReport PredictionReport(const Prediction& p) {
+  report::PredictReport r;
   const StepSpec& s = p.options.spec;
-  std::string out = "{\"scenario\": {";
-  absl::StrAppend(
-      &out, "\"model\": ", Json(s.model.name()), ", \"phase\": ", Json(PhaseName(s.phase)),
-      ", \"batch\": ", s.batch, ", \"seq\": ", s.seq, ", \"backend\": ", Json(s.backend),
-      ", \"parallelism\": ", Json(ParallelismToString(s.parallelism)), ", \"hw\": ", Json(p.chip),
-      ", \"mesh\": ", Json(p.mesh), ", \"devices\": ", p.num_devices,
-      ", \"routing\": ", Json(RoutingSpecToString(p.options.routing)), "},\n");
-  absl::StrAppend(
-      &out, "\"step_seconds\": ", Num(p.step_seconds), ", \"slowest_device\": ", p.slowest_device,
-      ", \"compute_busy_seconds\": ", Num(p.compute_busy),
-      ", \"communication_busy_seconds\": ", Num(p.communication_busy),
-      ", \"exposed_communication_seconds\": ", Num(p.exposed_communication),
-      ", \"mfu\": ", Num(p.mfu), ", \"model_flops_per_device\": ", Num(p.model_flops_per_device),
-      ", \"peak_flops_per_device\": ", Num(p.peak_flops_per_device), ",\n\"phases\": [");
-  for (size_t i = 0; i < p.phases.size(); ++i) {
-    const PhaseTotal& t = p.phases[i];
-    absl::StrAppend(&out, i ? ", " : "", "{\"phase\": ", Json(t.phase),
-                    ", \"seconds\": ", Num(t.seconds), ", \"flops\": ", Num(t.flops),
-                    ", \"bytes\": ", Num(t.bytes), "}");
+  report::PredictScenario& scenario = *r.mutable_scenario();
+  scenario.set_model(s.model.name());
+  scenario.set_phase(std::string(PhaseName(s.phase)));
+  scenario.set_batch(s.batch);
+  scenario.set_seq(s.seq);
+  scenario.set_backend(s.backend);
+  scenario.set_parallelism(ParallelismToString(s.parallelism));
+  scenario.set_hw(p.chip);
+  scenario.set_mesh(p.mesh);
+  scenario.set_devices(p.num_devices);
+  scenario.set_routing(RoutingSpecToString(p.options.routing));
+  r.set_step_seconds(p.step_seconds);
+  r.set_slowest_device(p.slowest_device);
+  r.set_compute_busy_seconds(p.compute_busy);
+  r.set_communication_busy_seconds(p.communication_busy);
+  r.set_exposed_communication_seconds(p.exposed_communication);
+  r.set_mfu(p.mfu);
+  r.set_model_flops_per_device(p.model_flops_per_device);
+  r.set_peak_flops_per_device(p.peak_flops_per_device);
+  for (const PhaseTotal& t : p.phases) {
+    report::PredictPhase& phase = *r.add_phases();
+    phase.set_phase(t.phase);
+    phase.set_seconds(t.seconds);
+    phase.set_flops(t.flops);
+    phase.set_bytes(t.bytes);
   }
   const MemoryUse& m = p.memory;
-  absl::StrAppend(&out, "],\n\"memory\": {\"parameters\": ", Num(m.parameters),
-                  ", \"gradients\": ", Num(m.gradients), ", \"optimizer\": ", Num(m.optimizer),
-                  ", \"activations\": ", Num(m.activations), ", \"total\": ", Num(m.total),
-                  ", \"capacity\": ", Num(m.capacity), ", \"fits\": ", m.fits ? "true" : "false",
-                  "},\n\"ops\": [");
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    const OpRow& r = p.ops[i];
-    absl::StrAppend(&out, i ? ",\n  " : "\n  ", "{\"name\": ", Json(r.name),
-                    ", \"opcode\": ", Json(r.opcode), ", \"stage\": ", Json(r.stage),
-                    ", \"phase\": ", Json(r.phase), ", \"stream\": ", Json(r.stream),
-                    ", \"start\": ", Num(r.start), ", \"seconds\": ", Num(r.seconds),
-                    ", \"bound\": ", Json(BoundName(r.bound)), ", \"flops\": ", Num(r.flops),
-                    ", \"bytes\": ", Num(r.bytes), ", \"sent_bytes\": ", Num(r.sent_bytes),
-                    ", \"max_sent_bytes\": ", Num(r.max_sent_bytes),
-                    ", \"lower_bound\": ", r.lower_bound ? "true" : "false", "}");
+  report::PredictMemory& memory = *r.mutable_memory();
+  memory.set_parameters(m.parameters);
+  memory.set_gradients(m.gradients);
+  memory.set_optimizer(m.optimizer);
+  memory.set_activations(m.activations);
+  memory.set_total(m.total);
+  memory.set_capacity(m.capacity);
+  memory.set_fits(m.fits);
+  for (const OpRow& row : p.ops) {
+    report::PredictOp& op = *r.add_ops();
+    op.set_name(row.name);
+    op.set_opcode(row.opcode);
+    op.set_stage(row.stage);
+    op.set_phase(row.phase);
+    op.set_stream(row.stream);
+    op.set_start(row.start);
+    op.set_seconds(row.seconds);
+    op.set_bound(std::string(BoundName(row.bound)));
+    op.set_flops(row.flops);
+    op.set_bytes(row.bytes);
+    op.set_sent_bytes(row.sent_bytes);
+    op.set_max_sent_bytes(row.max_sent_bytes);
+    op.set_lower_bound(row.lower_bound);
   }
-  absl::StrAppend(&out, "\n]}\n");
-  return out;
+  for (const std::string& rate : p.unknown_rates) r.add_unknown_rates(rate);
+  return r;
 }
+
+std::string PredictionJson(const Prediction& p) { return ReportJson(PredictionReport(p)); }
 
 absl::StatusOr<TraceDevices> ParseTraceDevices(absl::string_view text, int64_t num_devices) {
   TraceDevices devices;

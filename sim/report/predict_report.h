@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/report.pb.h"
 #include "sim/predict/predict.h"
 
 namespace perfsim {
@@ -22,13 +23,12 @@ namespace perfsim {
 // subtotals, totals, exposed communication, MFU and HBM use.
 std::string FormatPredictionTable(const Prediction& p);
 
-// {"scenario": {...}, "step_seconds", "slowest_device", "compute_busy_seconds",
-//  "communication_busy_seconds", "exposed_communication_seconds", "mfu", "model_flops_per_device",
-//  "phases": [{"phase","seconds","flops","bytes"}], "memory": {...},
-//  "ops": [{"name","opcode","stage","phase","stream","start","seconds","bound","flops",
-//           "bytes" (HBM bytes read and written), "sent_bytes" (to other devices),
-//           "max_sent_bytes" (the most any device of the collective sends),
-//           "lower_bound" (the time leaves out work for a rate the chip lacks)}]}
+// The prediction as a report.PredictReport (proto/report.proto documents every field): the
+// scenario, step time and its parts, MFU, per-phase totals, HBM use and the slowest device's
+// ops.
+report::PredictReport PredictionReport(const Prediction& p);
+
+// `predict --format=json`: PredictionReport(p) as ReportJson prints it (sim/util/proto_format.h).
 std::string PredictionJson(const Prediction& p);
 
 // Which devices a trace shows (device ids of the whole mesh; a device outside the simulated

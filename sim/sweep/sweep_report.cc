@@ -13,10 +13,61 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Full precision, JSON-safe (no inf or nan).
+// Full precision for the CSV; "null" for inf and nan.
 std::string Num(double v) {
   if (!std::isfinite(v)) return "null";
   return absl::StrFormat("%.17g", v);
+}
+
+// Where a reason's count goes in the JSON (report.SweepInfeasibleByReason); null for kNone,
+// which is no reason.
+report::SweepInfeasible* InfeasibleEntry(Infeasibility reason,
+                                         report::SweepInfeasibleByReason* by_reason) {
+  switch (reason) {
+    case Infeasibility::kNone:
+      return nullptr;
+    case Infeasibility::kDivisibility:
+      return by_reason->mutable_divisibility();
+    case Infeasibility::kBackendRefusal:
+      return by_reason->mutable_backend_refusal();
+    case Infeasibility::kTilingMisfit:
+      return by_reason->mutable_tiling_misfit();
+    case Infeasibility::kLoweringFailed:
+      return by_reason->mutable_lowering_failed();
+    case Infeasibility::kHbmOverCapacity:
+      return by_reason->mutable_hbm_over_capacity();
+    case Infeasibility::kError:
+      return by_reason->mutable_error();
+  }
+  return nullptr;
+}
+
+// The phase seconds in kPredictPhaseNames order, as report.SweepPhaseSeconds.
+void SetPhaseSeconds(const PointResult& r, report::SweepPhaseSeconds* out) {
+  static_assert(kNumPredictPhases == 8, "one SweepPhaseSeconds field per kPredictPhaseNames");
+  out->set_router(r.phase_seconds[0]);
+  out->set_permute(r.phase_seconds[1]);
+  out->set_dispatch(r.phase_seconds[2]);
+  out->set_experts(r.phase_seconds[3]);
+  out->set_combine(r.phase_seconds[4]);
+  out->set_shared(r.phase_seconds[5]);
+  out->set_backward(r.phase_seconds[6]);
+  out->set_other(r.phase_seconds[7]);
+}
+
+// The rank metric of a Pareto point under its RankByName key.
+void SetRankMetric(RankBy rank_by, double value, report::SweepParetoPoint* point) {
+  switch (rank_by) {
+    case RankBy::kStepTime:
+      point->set_step(value);
+      return;
+    case RankBy::kTokensPerChip:
+      point->set_tokens(value);
+      return;
+    case RankBy::kMfu:
+      point->set_mfu(value);
+      return;
+  }
 }
 
 std::string Csv(absl::string_view s) {
@@ -128,68 +179,81 @@ std::string FormatSweepTable(const SweepEnumeration& e, const std::vector<PointR
   return out;
 }
 
-std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>& results,
-                      const SweepSummary& s, const SweepReportOptions& o) {
+report::SweepReport SweepReportProto(const SweepEnumeration& e,
+                                     const std::vector<PointResult>& results,
+                                     const SweepSummary& s, const SweepReportOptions& o) {
   const SweepSpace& space = e.space();
-  std::string out = absl::StrCat(
-      "{\"space\": {\"fingerprint\": ", JsonString(e.fingerprint()),
-      ", \"model\": ", JsonString(e.model().name()), ", \"hw\": ", JsonString(e.chip().name()),
-      ", \"mesh\": ", JsonString(e.mesh()), ", \"chips\": ", e.num_chips(),
-      ", \"devices\": ", e.num_devices(), ", \"phase\": ", JsonString(PhaseName(space.phase)),
-      ", \"seq\": ", space.seq, "},\n");
-  absl::StrAppend(&out, "\"scope\": ", JsonString(o.scope), ", \"points\": ", s.total_points,
-                  ", \"evaluated\": ", s.evaluated, ", \"feasible\": ", s.by_reason[0],
-                  ", \"interrupted\": ", s.interrupted ? "true" : "false", ",\n\"infeasible\": {");
-  bool first = true;
+  report::SweepReport out;
+  report::SweepSpaceSummary& summary = *out.mutable_space();
+  summary.set_fingerprint(e.fingerprint());
+  summary.set_model(e.model().name());
+  summary.set_hw(e.chip().name());
+  summary.set_mesh(e.mesh());
+  summary.set_chips(e.num_chips());
+  summary.set_devices(e.num_devices());
+  summary.set_phase(std::string(PhaseName(space.phase)));
+  summary.set_seq(space.seq);
+  out.set_scope(o.scope);
+  out.set_points(s.total_points);
+  out.set_evaluated(s.evaluated);
+  out.set_feasible(s.by_reason[0]);
+  out.set_interrupted(s.interrupted);
+  report::SweepInfeasibleByReason& infeasible = *out.mutable_infeasible();
   for (int k = 1; k < kNumInfeasibilities; ++k) {
     if (s.by_reason[k] == 0) continue;
+    report::SweepInfeasible* entry =
+        InfeasibleEntry(static_cast<Infeasibility>(k), &infeasible);
     const PointResult* example = FindIndex(results, s.example[k]);
-    absl::StrAppend(&out, first ? "" : ", ",
-                    JsonString(InfeasibilityName(static_cast<Infeasibility>(k))),
-                    ": {\"count\": ", s.by_reason[k], ", \"example_point\": ", s.example[k],
-                    ", \"example\": ", JsonString(example != nullptr ? example->message : ""), "}");
-    first = false;
+    entry->set_count(s.by_reason[k]);
+    entry->set_example_point(s.example[k]);
+    entry->set_example(example != nullptr ? example->message : "");
   }
-  absl::StrAppend(&out, "},\n\"rank_by\": ", JsonString(RankByName(o.rank_by)), ",\n\"top\": [");
+  out.set_rank_by(std::string(RankByName(o.rank_by)));
   const int64_t top = std::min<int64_t>(o.top, static_cast<int64_t>(s.ranked.size()));
   for (int64_t k = 0; k < top; ++k) {
     const PointResult& r = results[s.ranked[k]];
     const SweepScenario sc = e.ScenarioAt(r.index);
     const Parallelism& p = sc.parallelism;
-    absl::StrAppend(&out, k ? ",\n" : "\n", "{\"rank\": ", k + 1, ", \"point\": ", r.index,
-                    ", \"plan\": {\"dp\": ", p.dp, ", \"fsdp\": ", p.fsdp, ", \"ep\": ", p.ep,
-                    ", \"tp\": ", p.tp, ", \"backend\": ", JsonString(sc.backend),
-                    ", \"batch_per_device\": ", sc.batch_per_device,
-                    ", \"tiling\": ", JsonString(SweepTilingLabel(*sc.tiling)),
-                    ", \"tilings\": ", JsonString(r.tilings),
-                    ", \"routing\": ", JsonString(space.routings[sc.routing]), "}");
-    absl::StrAppend(&out, ", \"step_seconds\": ", Num(r.step_seconds),
-                    ", \"tokens_per_second_per_chip\": ", Num(r.tokens_per_second_per_chip),
-                    ", \"mfu\": ", Num(r.mfu), ", \"hbm_bytes\": ", Num(r.hbm_bytes),
-                    ", \"hbm_capacity_bytes\": ", Num(r.hbm_capacity_bytes),
-                    ", \"exposed_communication_seconds\": ", Num(r.exposed_communication_seconds),
-                    ", \"phases\": {");
-    for (int ph = 0; ph < kNumPredictPhases; ++ph) {
-      absl::StrAppend(&out, ph ? ", " : "", JsonString(kPredictPhaseNames[ph]), ": ",
-                      Num(r.phase_seconds[ph]));
-    }
-    absl::StrAppend(&out, "}, \"pareto\": ", s.on_pareto[s.ranked[k]] ? "true" : "false",
-                    ", \"why\": ",
-                    k + 1 < static_cast<int64_t>(s.ranked.size())
-                        ? JsonString(WhyBeatsNext(e, r, results[s.ranked[k + 1]], o.rank_by, k + 2))
-                        : "null",
-                    "}");
+    report::SweepRanked& ranked = *out.add_top();
+    ranked.set_rank(k + 1);
+    ranked.set_point(r.index);
+    report::SweepPlan& plan = *ranked.mutable_plan();
+    plan.set_dp(p.dp);
+    plan.set_fsdp(p.fsdp);
+    plan.set_ep(p.ep);
+    plan.set_tp(p.tp);
+    plan.set_backend(sc.backend);
+    plan.set_batch_per_device(sc.batch_per_device);
+    plan.set_tiling(SweepTilingLabel(*sc.tiling));
+    plan.set_tilings(r.tilings);
+    plan.set_routing(space.routings[sc.routing]);
+    ranked.set_step_seconds(r.step_seconds);
+    ranked.set_tokens_per_second_per_chip(r.tokens_per_second_per_chip);
+    ranked.set_mfu(r.mfu);
+    ranked.set_hbm_bytes(r.hbm_bytes);
+    ranked.set_hbm_capacity_bytes(r.hbm_capacity_bytes);
+    ranked.set_exposed_communication_seconds(r.exposed_communication_seconds);
+    SetPhaseSeconds(r, ranked.mutable_phases());
+    ranked.set_pareto(s.on_pareto[s.ranked[k]]);
+    *ranked.mutable_why() =
+        StringOrNull(k + 1 < static_cast<int64_t>(s.ranked.size())
+                         ? WhyBeatsNext(e, r, results[s.ranked[k + 1]], o.rank_by, k + 2)
+                         : "");
   }
-  absl::StrAppend(&out, "],\n\"pareto\": [");
-  for (size_t k = 0; k < s.pareto.size(); ++k) {
-    const PointResult& r = results[s.pareto[k]];
-    absl::StrAppend(&out, k ? ", " : "", "{\"point\": ", r.index,
-                    ", \"step_seconds\": ", Num(r.step_seconds),
-                    ", \"hbm_bytes\": ", Num(r.hbm_bytes), ", \"", RankByName(o.rank_by),
-                    "\": ", Num(RankMetric(r, o.rank_by)), "}");
+  for (size_t i : s.pareto) {
+    const PointResult& r = results[i];
+    report::SweepParetoPoint& point = *out.add_pareto();
+    point.set_point(r.index);
+    point.set_step_seconds(r.step_seconds);
+    point.set_hbm_bytes(r.hbm_bytes);
+    SetRankMetric(o.rank_by, RankMetric(r, o.rank_by), &point);
   }
-  absl::StrAppend(&out, "]}\n");
   return out;
+}
+
+std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>& results,
+                      const SweepSummary& s, const SweepReportOptions& o) {
+  return ReportJson(SweepReportProto(e, results, s, o));
 }
 
 std::string SweepCsv(const SweepEnumeration& e, const std::vector<PointResult>& results,

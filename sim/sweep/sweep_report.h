@@ -8,8 +8,9 @@
 // the top N plans (step time, tokens/s/chip, MFU, HBM per device, exposed communication, the
 // plan, per-phase busy time on the slowest device, and why each beats the next), and the
 // Pareto front of the metric against HBM per device.
-// JSON: {"space": {...}, "points", "evaluated", "feasible", "interrupted", "infeasible":
-// {reason: {"count", "example_point", "example"}}, "rank_by", "top": [...], "pareto": [...]}.
+// JSON: report.SweepReport (proto/report.proto documents every field): {"space": {...},
+// "points", "evaluated", "feasible", "interrupted", "infeasible": {reason: {"count",
+// "example_point", "example"}}, "rank_by", "top": [...], "pareto": [...]}.
 // CSV (RFC 4180 quoting): index, status, reason, plan columns, the figures (empty when the
 // point has none), on_pareto, rank (empty when not feasible), message.
 // Every figure is printed from the same doubles whether they came from one run or from merged
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/report.pb.h"
 #include "sim/sweep/evaluator.h"
 #include "sim/sweep/ranking.h"
 #include "sim/sweep/space.h"
@@ -38,6 +40,11 @@ std::string FormatSweepTable(const SweepEnumeration& e, const std::vector<PointR
                              const SweepSummary& summary, const SweepReportOptions& options);
 std::string SweepJson(const SweepEnumeration& e, const std::vector<PointResult>& results,
                       const SweepSummary& summary, const SweepReportOptions& options);
+// The report SweepJson prints.
+report::SweepReport SweepReportProto(const SweepEnumeration& e,
+                                     const std::vector<PointResult>& results,
+                                     const SweepSummary& summary,
+                                     const SweepReportOptions& options);
 std::string SweepCsv(const SweepEnumeration& e, const std::vector<PointResult>& results,
                      const SweepSummary& summary);
 

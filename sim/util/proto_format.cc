@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -246,6 +248,39 @@ std::string ProtoToJson(const Message& message) {
   AppendJson(message, 0, out);
   out += "\n";
   return out;
+}
+
+std::string ReportJson(const Message& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  // Printing fails only for a message the printer cannot describe (an Any with an unknown
+  // type); reports have none.
+  const auto printed = google::protobuf::util::MessageToJsonString(report, &out, options);
+  PERFSIM_CHECK(printed.ok());
+  return out + "\n";
+}
+
+google::protobuf::Value NumberOrNull(std::optional<double> value) {
+  google::protobuf::Value v;
+  if (value.has_value()) {
+    v.set_number_value(*value);
+  } else {
+    v.set_null_value(google::protobuf::NULL_VALUE);
+  }
+  return v;
+}
+
+google::protobuf::Value StringOrNull(absl::string_view text) {
+  google::protobuf::Value v;
+  if (text.empty()) {
+    v.set_null_value(google::protobuf::NULL_VALUE);
+  } else {
+    v.set_string_value(std::string(text));
+  }
+  return v;
 }
 
 }  // namespace perfsim

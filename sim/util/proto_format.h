@@ -17,11 +17,13 @@
 #ifndef PERFSIM_SIM_UTIL_PROTO_FORMAT_H_
 #define PERFSIM_SIM_UTIL_PROTO_FORMAT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "google/protobuf/struct.pb.h"
 
 namespace perfsim {
 
@@ -50,6 +52,19 @@ std::vector<ProtoFieldLine> DescribeProtoFields(const google::protobuf::Message&
 // The message as pretty-printed JSON (2-space indent). Every field of the schema is present,
 // unset scalars with their default; enums as names; non-finite doubles as null.
 std::string ProtoToJson(const google::protobuf::Message& message);
+
+// A --format=json report (proto/report.proto) as protobuf's JSON printer writes it, with a
+// final newline: the .proto field names, every scalar and repeated field present (zeros too),
+// an unset sub-message or `optional` field absent, 64-bit integers as strings, non-finite
+// doubles as "NaN" / "Infinity" / "-Infinity".
+//
+//   io.out << ReportJson(report);   // {"step_seconds": 0.0123, ...} with 1-space indents
+std::string ReportJson(const google::protobuf::Message& report);
+
+// Report fields that may be missing (google.protobuf.Value): the number, or null for nullopt;
+// the text, or null when it is empty.
+google::protobuf::Value NumberOrNull(std::optional<double> value);
+google::protobuf::Value StringOrNull(absl::string_view text);
 
 }  // namespace perfsim
 

@@ -1,6 +1,7 @@
 // `perfsim accuracy` and `perfsim calibrate` through the CLI library, on
-// shared/reference/calibration.csv (found through PERFSIM_SHARED_DIR): the JSON has one entry
-// per row, each predicted with consistent errors or skipped with a reason; bad input exits 2.
+// shared/reference/calibration.csv (found through PERFSIM_SHARED_DIR): the JSON (read back into
+// report.AccuracyReport) has one entry per row, each predicted with consistent errors or
+// skipped with a reason; bad input exits 2.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,16 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "cli/cli.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "proto/report.pb.h"
 #include "sim/hw/chip.h"
-#include "sim/util/json_fields.h"
 #include "sim/util/status_matchers.h"
 #include "tests/accuracy/accuracy_test_util.h"
 #include "tests/cli/cli_test_util.h"
@@ -33,85 +31,55 @@ using ::perfsim::testing::ReadFileOrDie;
 using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
 
-double Number(const std::string& object, const std::string& key) {
-  const std::optional<std::string> text = JsonTopLevelValue(object, key);
-  double v = std::nan("");
-  EXPECT_TRUE(text.has_value() && absl::SimpleAtod(*text, &v)) << key << " in " << object;
-  return v;
-}
-
-// The lines of the JSON's rows array: one object per line, as the format promises.
-std::vector<std::string> RowObjects(const std::string& json) {
-  std::vector<std::string> rows;
-  for (absl::string_view line : absl::StrSplit(json, '\n')) {
-    absl::string_view l = absl::StripAsciiWhitespace(line);
-    if (!absl::StartsWith(l, "{\"id\": ")) continue;
-    absl::ConsumeSuffix(&l, ",");
-    rows.push_back(std::string(l));
-  }
-  return rows;
+// The JSON read back into its message (proto/report.proto), unknown keys refused.
+report::AccuracyReport ParseReport(const std::string& json) {
+  report::AccuracyReport report;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &report);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return report;
 }
 
 TEST(AccuracyCli, EveryRowIsPredictedOrSkippedWithAReason) {
   const CliResult r = RunCli({"accuracy", CalibrationCsvPath(), "--format=json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<std::string> rows = RowObjects(r.out);
+  const report::AccuracyReport report = ParseReport(r.out);
   // One entry per row of the file, in file order.
-  ASSERT_EQ(rows.size(), CalibrationFile().rows.size());
+  ASSERT_EQ(report.rows_size(), static_cast<int>(CalibrationFile().rows.size()));
   int64_t simulated = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string& row = rows[i];
-    EXPECT_EQ(JsonTopLevelValue(row, "id"), absl::StrCat("\"", CalibrationFile().rows[i].id, "\""));
-    ASSERT_TRUE(JsonTopLevelValue(row, "category").has_value());
-    ASSERT_TRUE(JsonTopLevelValue(row, "unit").has_value());
-    const double measured = Number(row, "measured");
+  for (int i = 0; i < report.rows_size(); ++i) {
+    const report::AccuracyRow& row = report.rows(i);
+    EXPECT_EQ(row.id(), CalibrationFile().rows[i].id);
+    EXPECT_FALSE(row.category().empty()) << row.id();
+    const double measured = row.measured();
     EXPECT_EQ(measured, CalibrationFile().rows[i].value.value);
-    const std::string reason = JsonTopLevelValue(row, "skipped_reason").value_or("missing");
-    if (reason != "null") {
+    if (!row.skipped_reason().has_null_value()) {
       // Skipped: a non-empty reason and no prediction.
-      EXPECT_GT(reason.size(), 2u) << row;
-      EXPECT_EQ(JsonTopLevelValue(row, "predicted"), "null") << row;
+      EXPECT_FALSE(row.skipped_reason().string_value().empty()) << row.id();
+      EXPECT_TRUE(row.predicted().has_null_value()) << row.id();
       continue;
     }
     ++simulated;
     // error_pct = (predicted - measured) / measured * 100, for each of the three columns.
     for (const auto& [predicted, error] :
-         {std::pair<const char*, const char*>{"predicted", "error_pct"},
-          {"physics_predicted", "physics_error_pct"},
-          {"loo_predicted", "loo_error_pct"}}) {
-      const double p = Number(row, predicted);
-      EXPECT_GT(p, 0) << row;
-      EXPECT_NEAR(Number(row, error), (p - measured) / measured * 100, 1e-9 * std::fabs(p)) << row;
+         {std::pair{row.predicted(), row.error_pct()},
+          {row.physics_predicted(), row.physics_error_pct()},
+          {row.loo_predicted(), row.loo_error_pct()}}) {
+      const double p = predicted.number_value();
+      EXPECT_GT(p, 0) << row.id();
+      EXPECT_NEAR(error.number_value(), (p - measured) / measured * 100, 1e-9 * std::fabs(p))
+          << row.id();
     }
   }
-  // The summary has the three columns, each with an overall scope counting the simulated rows.
-  const std::optional<std::string> summary = JsonTopLevelValue(r.out, "summary");
-  ASSERT_TRUE(summary.has_value());
-  for (const char* column : {"physics", "calibrated", "leave_one_out"}) {
-    const std::optional<std::string> list = JsonTopLevelValue(*summary, column);
-    ASSERT_TRUE(list.has_value()) << column;
-    EXPECT_THAT(*list, HasSubstr(absl::StrCat("{\"scope\": \"overall\", \"count\": ", simulated)));
-    EXPECT_THAT(*list, HasSubstr("\"scope\": \"kernel\""));
+  // The summary has the three columns, each with an overall scope counting the simulated rows
+  // (the last) and a kernel scope (the one before).
+  for (const auto* column : {&report.summary().physics(), &report.summary().calibrated(),
+                             &report.summary().leave_one_out()}) {
+    ASSERT_GE(column->size(), 2);
+    EXPECT_EQ(column->Get(column->size() - 1).scope(), "overall");
+    EXPECT_EQ(column->Get(column->size() - 1).count(), simulated);
+    EXPECT_EQ(column->Get(column->size() - 2).scope(), "kernel");
   }
-  EXPECT_EQ(JsonTopLevelValue(r.out, "skipped"),
-            absl::StrCat(CalibrationFile().rows.size() - simulated));
-}
-
-// The summary objects of one column, by scope.
-std::map<std::string, std::string> SummaryObjects(const std::string& json,
-                                                  const std::string& column) {
-  std::map<std::string, std::string> by_scope;
-  const std::optional<std::string> summary = JsonTopLevelValue(json, "summary");
-  if (!summary.has_value()) return by_scope;
-  const std::optional<std::string> list = JsonTopLevelValue(*summary, column);
-  if (!list.has_value()) return by_scope;
-  for (absl::string_view line : absl::StrSplit(*list, '\n')) {
-    absl::string_view l = absl::StripAsciiWhitespace(line);
-    if (!absl::StartsWith(l, "{\"scope\": ")) continue;
-    absl::ConsumeSuffix(&l, ",");
-    by_scope[JsonTopLevelValue(std::string(l), "scope").value_or("?")] = std::string(l);
-  }
-  return by_scope;
+  EXPECT_EQ(report.skipped(), CalibrationFile().rows.size() - simulated);
 }
 
 TEST(AccuracyCli, JsonRowsAndSummariesHaveTheIssuesFields) {
@@ -120,35 +88,30 @@ TEST(AccuracyCli, JsonRowsAndSummariesHaveTheIssuesFields) {
   const CliResult r = RunCli(
       {"accuracy", PERFSIM_TESTDATA_DIR "/accuracy/measure_moe_format.csv", "--format=json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<std::string> rows = RowObjects(r.out);
-  ASSERT_EQ(rows.size(), 8u);
+  const report::AccuracyReport report = ParseReport(r.out);
+  ASSERT_EQ(report.rows_size(), 8);
   std::map<std::string, std::vector<std::pair<std::string, double>>> errors;  // by scope
-  for (const std::string& row : rows) {
-    for (const char* key :
-         {"id", "category", "measured", "predicted", "unit", "error_pct", "skipped_reason"}) {
-      EXPECT_TRUE(JsonTopLevelValue(row, key).has_value()) << key << " in " << row;
-    }
-    EXPECT_EQ(JsonTopLevelValue(row, "unit"), "\"us\"") << row;
-    const std::string id = JsonTopLevelValue(row, "id").value_or("");
-    const std::string category = JsonTopLevelValue(row, "category").value_or("");
-    if (JsonTopLevelValue(row, "skipped_reason") != "null") continue;
+  for (const report::AccuracyRow& row : report.rows()) {
+    EXPECT_EQ(row.unit(), "us") << row.id();
+    if (!row.skipped_reason().has_null_value()) continue;
     // Signed: (predicted - measured) / measured * 100.
-    const double measured = Number(row, "measured");
-    const double error = Number(row, "error_pct");
-    EXPECT_NEAR(error, (Number(row, "predicted") - measured) / measured * 100, 1e-9) << row;
-    for (const std::string& scope :
-         {category, std::string("\"kernel\""), std::string("\"overall\"")}) {
-      errors[scope].push_back({id, error});
+    const double error = row.error_pct().number_value();
+    EXPECT_NEAR(error, (row.predicted().number_value() - row.measured()) / row.measured() * 100,
+                1e-9)
+        << row.id();
+    for (const std::string& scope : {row.category(), std::string("kernel"), std::string("overall")}) {
+      errors[scope].push_back({row.id(), error});
     }
   }
-  ASSERT_EQ(errors["\"overall\""].size(), 5u);
+  ASSERT_EQ(errors["overall"].size(), 5u);
   // Each scope's summary, recomputed from the rows' error_pct: count, median |error|, p90
   // |error| (nearest rank: the 5th smallest of 5), worst row with its signed error.
-  const std::map<std::string, std::string> summary = SummaryObjects(r.out, "calibrated");
+  std::map<std::string, report::AccuracySummary> summary;
+  for (const report::AccuracySummary& s : report.summary().calibrated()) summary[s.scope()] = s;
   ASSERT_EQ(summary.size(), 3u);  // kernel_grouped_gemm, kernel, overall
   for (const auto& [scope, list] : errors) {
     ASSERT_TRUE(summary.count(scope)) << scope;
-    const std::string& s = summary.at(scope);
+    const report::AccuracySummary& s = summary.at(scope);
     std::vector<double> abs_errors;
     std::pair<std::string, double> worst = {"", 0};
     for (const auto& [id, e] : list) {
@@ -156,11 +119,11 @@ TEST(AccuracyCli, JsonRowsAndSummariesHaveTheIssuesFields) {
       if (std::fabs(e) > std::fabs(worst.second)) worst = {id, e};
     }
     std::sort(abs_errors.begin(), abs_errors.end());
-    EXPECT_EQ(Number(s, "count"), 5) << s;
-    EXPECT_NEAR(Number(s, "median_abs_error_pct"), abs_errors[2], 1e-9) << s;
-    EXPECT_NEAR(Number(s, "p90_abs_error_pct"), abs_errors[4], 1e-9) << s;
-    EXPECT_EQ(JsonTopLevelValue(s, "worst_id"), worst.first) << s;
-    EXPECT_NEAR(Number(s, "worst_error_pct"), worst.second, 1e-9) << s;
+    EXPECT_EQ(s.count(), 5) << scope;
+    EXPECT_NEAR(s.median_abs_error_pct(), abs_errors[2], 1e-9) << scope;
+    EXPECT_NEAR(s.p90_abs_error_pct(), abs_errors[4], 1e-9) << scope;
+    EXPECT_EQ(s.worst_id().string_value(), worst.first) << scope;
+    EXPECT_NEAR(s.worst_error_pct(), worst.second, 1e-9) << scope;
   }
 }
 
@@ -195,10 +158,11 @@ TEST(AccuracyCli, SkippedRowsAreListedNotDropped) {
                              "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n"
                              "M2,collective,MI300X,t,5,us\n");
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<std::string> rows = RowObjects(r.out);
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_THAT(rows[0], HasSubstr("category 'moe_layer' is not simulated"));
-  EXPECT_THAT(rows[1], HasSubstr("not a built-in chip"));
+  const report::AccuracyReport report = ParseReport(r.out);
+  ASSERT_EQ(report.rows_size(), 2);
+  EXPECT_THAT(report.rows(0).skipped_reason().string_value(),
+              HasSubstr("category 'moe_layer' is not simulated"));
+  EXPECT_THAT(report.rows(1).skipped_reason().string_value(), HasSubstr("not a built-in chip"));
   const CliResult table = RunCli(
       {"accuracy", "-"}, "id,category,hardware,metric,value,unit\nM1,moe_layer,H100,t,5,us\n");
   EXPECT_THAT(table.out, HasSubstr("skipped (not simulated):\n  M1"));

@@ -15,7 +15,9 @@
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "proto/report.pb.h"
 #include "sim/interp/npy.h"
 #include "sim/util/status_matchers.h"
 #include "tests/cli/cli_test_util.h"
@@ -207,14 +209,29 @@ TEST(RunCommand, ChecksumIsFnv1a64OfTheStoredBytes) {
   EXPECT_THAT(r.out, HasSubstr("102 111 111 98 ..."));
 }
 
+// The JSON read back into its message (proto/report.proto), unknown keys refused.
+report::RunReport ParseRunReport(const std::string& json) {
+  report::RunReport report;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &report);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
+  return report;
+}
+
 TEST(RunCommand, JsonHasTheSameFields) {
   CliResult r = RunCli({"run", "-", "--format", "json"}, kFoobarModule);
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_THAT(r.out, HasSubstr(R"("module": "foobar")"));
-  EXPECT_THAT(r.out, HasSubstr(R"("inputs": "random")"));
-  EXPECT_THAT(r.out, HasSubstr(R"("shape": "u8[6]", "dtype": "u8", "dimensions": [6])"));
-  EXPECT_THAT(r.out, HasSubstr(R"("fnv1a64": "85944171f73967e8")"));
-  EXPECT_THAT(r.out, HasSubstr(R"("first_values": [102, 111, 111, 98])"));
+  const report::RunReport report = ParseRunReport(r.out);
+  EXPECT_EQ(report.module(), "foobar");
+  EXPECT_EQ(report.inputs().string_value(), "random");
+  ASSERT_EQ(report.outputs_size(), 1);
+  const report::RunOutput& out = report.outputs(0);
+  EXPECT_EQ(out.shape(), "u8[6]");
+  EXPECT_EQ(out.dtype(), "u8");
+  EXPECT_THAT(out.dimensions(), ::testing::ElementsAre(6));
+  EXPECT_EQ(out.fnv1a64(), "85944171f73967e8");
+  std::vector<double> first;
+  for (const google::protobuf::Value& v : out.first_values()) first.push_back(v.number_value());
+  EXPECT_THAT(first, ::testing::ElementsAre(102, 111, 111, 98));
 }
 
 TEST(RunCommand, CountsNanAndInfAndPrintsThemAsJsonStrings) {
@@ -232,8 +249,14 @@ ENTRY main {
   EXPECT_THAT(table.out, HasSubstr("1      2  nan inf -inf 1"));
   CliResult json = RunCli({"run", "-", "--format=json"}, text);
   ASSERT_EQ(json.code, kExitOk) << json.err;
-  EXPECT_THAT(json.out, HasSubstr(R"("nan_count": 1, "inf_count": 2)"));
-  EXPECT_THAT(json.out, HasSubstr(R"("first_values": ["nan", "inf", "-inf", 1])"));
+  const report::RunOutput out = ParseRunReport(json.out).outputs(0);
+  EXPECT_EQ(out.nan_count(), 1);
+  EXPECT_EQ(out.inf_count(), 2);
+  ASSERT_EQ(out.first_values_size(), 4);
+  EXPECT_EQ(out.first_values(0).string_value(), "nan");
+  EXPECT_EQ(out.first_values(1).string_value(), "inf");
+  EXPECT_EQ(out.first_values(2).string_value(), "-inf");
+  EXPECT_EQ(out.first_values(3).number_value(), 1);
 }
 
 TEST(RunCommand, HelpDocumentsTheDistributionAndTheChecksum) {
