@@ -4,11 +4,11 @@
 #include <numeric>
 #include <vector>
 
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "sim/comm/topology.h"
+#include "sim/fit/module_fit.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/util/status.h"
 
@@ -21,15 +21,6 @@ std::string GiB(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0
 absl::StatusOr<Prediction> PlanOf(const PredictOptions& options) {
   PERFSIM_ASSIGN_OR_RETURN(PreparedStep step, PrepareStep(options));
   return PredictWithRouting(step, options.routing, {.detail = false});
-}
-
-// Annotate, keeping the payloads (a kernel misfit's marks it a failed check, sim/fit).
-absl::Status AnnotateKeepingPayloads(const absl::Status& status, absl::string_view context) {
-  absl::Status annotated = Annotate(status, context);
-  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
-    annotated.SetPayload(url, payload);
-  });
-  return annotated;
 }
 
 }  // namespace
@@ -79,7 +70,12 @@ absl::StatusOr<ChosenScenario> ChooseScenario(const ScenarioRequest& request) {
     // A batch beyond the token limits (a long --seq) is not a candidate; the unit is checked.
     if (batch > unit && !o.spec.ValidateLimits().ok()) continue;
     absl::StatusOr<Prediction> plan = PlanOf(o);
-    if (!plan.ok()) return AnnotateKeepingPayloads(plan.status(), absl::StrCat("with ", flags()));
+    if (!plan.ok()) {
+      // A kernel that does not fit is a failed check (its payload says so) that names the
+      // backend and chip itself; other errors say which chosen scenario they are about.
+      if (IsMisfit(plan.status())) return plan.status();
+      return Annotate(plan.status(), absl::StrCat("with ", flags()));
+    }
     if (plan->memory.fits) break;
     if (batch == unit) {
       return absl::InvalidArgumentError(

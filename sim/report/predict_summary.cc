@@ -80,9 +80,9 @@ std::string ReceiveBufferPadding(const StepSpec& s) {
 
 std::string AlternativeSentence(const Prediction& p, const Alternative& a) {
   const double saving = p.step_seconds - a.step_seconds;
-  const std::string gain = fmt::format("{} would save ~{} ({} of the step{})", a.flags, Ms(saving),
+  const std::string gain = fmt::format("{} would save ~{}, {} of the step{}", a.flags, Ms(saving),
                                        Percent(saving, p.step_seconds),
-                                       a.memory.fits ? "" : "; its HBM plan does not fit");
+                                       a.memory.fits ? "" : " (its HBM plan does not fit)");
   switch (a.kind) {
     case Alternative::Kind::kRaggedBufferFactor:
       return absl::StrCat(ReceiveBufferPadding(p.options.spec), "; ", gain,
