@@ -78,11 +78,11 @@ absl::StatusOr<ChosenScenario> ChooseScenario(const ScenarioRequest& request) {
     }
     if (plan->memory.fits) break;
     if (batch == unit) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(o.spec.model.name(), " does not fit ", chip.name(), " ", o.mesh, " (",
-                       devices, " devices) even at batch ", batch, " x seq ", o.spec.seq, ": ",
-                       GiB(plan->memory.total), " of ", GiB(plan->memory.capacity),
-                       " HBM per device; try a smaller --seq, a larger --mesh or --phase fwd"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          o.spec.model.name(), " does not fit ", chip.name(), " ", o.mesh, " (", devices,
+          devices == 1 ? " device" : " devices", ") even at batch ", batch, " x seq ", o.spec.seq,
+          ": ", GiB(plan->memory.total), " of ", GiB(plan->memory.capacity),
+          " HBM per device; try a smaller --seq, a larger --mesh or --phase fwd"));
     }
   }
   chosen.flags = flags();

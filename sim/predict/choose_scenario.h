@@ -16,8 +16,8 @@
 //     shards. Each try is one prediction without detail (a few ms).
 // Explicit values are kept as they are; an inconsistent explicit combination is refused by
 // PrepareStep as without a choice. A model that fits no batch is InvalidArgument saying so:
-//   "deepseek_v3 does not fit gpu_h100 8 (8 devices) even at batch 1 x seq 4096: 103.2 GiB
-//    of 80.0 GiB HBM per device; try a smaller --seq, a larger --mesh or --phase fwd".
+//   "deepseek_v3 does not fit tpu_v5e 1x1 (1 device) even at batch 1 x seq 4096: 67.0 GiB of
+//    16.0 GiB HBM per device; try a smaller --seq, a larger --mesh or --phase fwd".
 #ifndef PERFSIM_SIM_PREDICT_CHOOSE_SCENARIO_H_
 #define PERFSIM_SIM_PREDICT_CHOOSE_SCENARIO_H_
 

@@ -196,7 +196,7 @@ TEST(ChooseScenario, AModelThatFitsNoBatchIsAnErrorSayingSo) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(),
-              HasSubstr("deepseek_v3 does not fit tpu_v5e 1x1 (1 devices) even at batch 1 x seq "
+              HasSubstr("deepseek_v3 does not fit tpu_v5e 1x1 (1 device) even at batch 1 x seq "
                         "4096"));
 }
 
