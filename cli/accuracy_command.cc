@@ -27,7 +27,8 @@ per category, for the kernel rows and overall, with the worst row.
 A row perfsim cannot simulate is listed with the reason.
 
   --format=json   rows[] (id, category, measured, predicted, unit, error_pct,
-                  skipped_reason, ...), summary and the fitted factors
+                  skipped_reason, ...), summary and the fitted factors (AccuracyReport in
+                  proto/report.proto)
 
 FILE may be '-' for standard input.
 )";

@@ -33,7 +33,7 @@ overhead). A fusion, call, while or conditional is one row that includes what it
   --devices N        devices the module runs on (collective groups and the slice they are
                      timed on); default: the module's replica_count x num_partitions, or the
                      largest device id its collectives name, plus one
-  --format=json      machine-readable output
+  --format=json      machine-readable output (CostReport in proto/report.proto)
 
 Times are per op, run one after another (no overlap). Work that needs a rate the chip
 description lacks (0 in its textproto) is not timed; such rows are marked '*'.

@@ -61,6 +61,7 @@ shared memory) before a compile fails with "Ran out of memory in memory space vm
   --top N      runners-up to list with --search (default 5)
   --vmem-limit BYTES  replace the VMEM limit (default: the chip's scoped VMEM limit for gmm and
                tgmm, 0.9 x physical VMEM for the others); suffixes KiB, MiB, GiB (or K, M, G)
+  --format=json  the report as JSON (FitReport in proto/report.proto)
 kernel options:
   --existing-out      gmm: existing_out; gmm_v2, tgmm_v2: partial_sum
   --lhs-buffers N     gmm, tgmm: lhs buffer count (default 2)

@@ -78,7 +78,7 @@ values. FILE may be '-' for standard input.
                      nested ones included; a run that needs more ends with exit 2 naming
                      the loop (a loop that never ends is bad input, not a hang). Default
                      1000000.
-  --format json      machine-readable output (same fields).
+  --format json      machine-readable output (same fields; RunReport in proto/report.proto).
 
 Random inputs (without --inputs), independent per device and parameter, from a SplitMix64
 stream of (seed, device, parameter):

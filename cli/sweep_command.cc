@@ -55,6 +55,7 @@ space flags (a --space textproto, proto/sweep.proto, gives the same; flags overr
 output:
   --rank-by        step (step time, default), tokens (tokens/s/chip) or mfu
   --top N          plans to show (default 10)
+  --format=json    the report as JSON (SweepReport in proto/report.proto)
   --csv FILE       every evaluated point, feasible or not, with its reason
   --quiet          no progress on stderr (a bar on a terminal, else a line every 5 s)
 Infeasible points are counted by reason: divisibility, backend_refusal, tiling_misfit,
