@@ -106,9 +106,10 @@ struct ValidationResult {
   std::vector<TensorError> errors;
   std::string message;         // why it failed or was skipped
   // validate --hlo: what the failure was traced to, one of "parameters" (the entry does not
-  // fit the contract), "contracting_dimensions", "router_precision", "combine_order" (static
-  // checks), "dropped_tokens", "renormalisation", "non_finite", "mismatch" (the numbers, no
-  // cause found); "" when it passed. `diverging_output`: the first output over the tolerance.
+  // fit the contract), "reference" or "run" (either did not run), "contracting_dimensions",
+  // "router_precision", "combine_order" (static checks), "dropped_tokens", "renormalisation",
+  // "non_finite", "mismatch" (the numbers, no cause found); "" when it passed.
+  // `diverging_output`: the first output over the tolerance.
   std::string cause;
   std::string diverging_output;
 };

@@ -125,8 +125,8 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
                      .devices = spec.num_devices(),
                      .parallelism = spec.parallelism,
                      .tolerance = options.tolerance > 0 ? options.tolerance : ToleranceFor(spec)};
-  auto refuse = [&](std::string message) {
-    r.cause = "parameters";
+  auto refuse = [&](std::string message, absl::string_view cause = "parameters") {
+    r.cause = std::string(cause);
     r.message = std::move(message);
     return r;
   };
@@ -207,10 +207,10 @@ ValidationResult ValidateHloModule(std::unique_ptr<Module> module, const StepSpe
   ReferenceCache cache(options.memory_budget_bytes);
   std::vector<Literal> global = MakeGlobalInputs(*ref, options.routing, options.seed);
   absl::StatusOr<const std::vector<Literal>*> want = cache.Get(layout, global, "hlo");
-  if (!want.ok()) return refuse(absl::StrCat("reference: ", want.status().message()));
+  if (!want.ok()) return refuse(absl::StrCat("reference: ", want.status().message()), "reference");
   absl::StatusOr<std::vector<Literal>> got =
       RunUnsharded(step, global, options.memory_budget_bytes);
-  if (!got.ok()) return refuse(absl::StrCat("run: ", got.status().message()));
+  if (!got.ok()) return refuse(absl::StrCat("run: ", got.status().message()), "run");
 
   r.pass = true;
   const TensorError* worst = nullptr;
