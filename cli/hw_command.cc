@@ -7,6 +7,7 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
+#include "proto/report.pb.h"
 #include "sim/hw/chip.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/util/proto_format.h"
@@ -23,7 +24,8 @@ show: every field of one chip with its unit, plus derived figures. NAME is a bui
       (see 'perfsim hw list'); an argument with '/' or ending in .textproto is read as a file,
       '-' reads the textproto from standard input.
       A file with problems exits 2 and lists each as 'file:line:col: ...'.
---format=json prints machine-readable JSON (field names as in proto/hardware.proto).
+--format=json prints machine-readable JSON: list, an array of HwListEntry
+(proto/report.proto); show, the description (field names as in proto/hardware.proto).
 )";
 
 std::string KindWord(const Chip& chip) { return chip.is_tpu() ? "TPU" : "GPU"; }
@@ -43,24 +45,21 @@ int ListChips(const std::string& format, CliIo& io) {
     chips.push_back(*std::move(chip));
   }
   if (format == "json") {
-    io.out << "[";
-    for (size_t i = 0; i < chips.size(); ++i) {
-      const Chip& chip = chips[i];
-      io.out << (i == 0 ? "\n" : ",\n")
-             << fmt::format(
-                    "  {{\"name\": {}, \"display_name\": {}, \"kind\": {}, "
-                    "\"peak_bf16_flops_per_second\": {}, \"hbm_capacity_bytes\": {}, "
-                    "\"hbm_bytes_per_second\": {}, \"scratch_physical_bytes\": {}, "
-                    "\"scratch_limit_bytes\": {}, \"default_slice_shape\": {}, "
-                    "\"interconnect\": {}}}",
-                    JsonString(chip.name()), JsonString(chip.proto().display_name()),
-                    JsonString(KindWord(chip)),
-                    FormatDouble(chip.PeakMatmulFlopsPerSecond(MatmulDtype::kBf16)),
-                    chip.hbm_capacity_bytes(), FormatDouble(chip.hbm_bytes_per_second()),
-                    chip.ScratchPhysicalBytes(), chip.ScratchLimitBytes(),
-                    JsonString(chip.DefaultSliceShape()), JsonString(chip.InterconnectSummary()));
+    std::vector<report::HwListEntry> entries;
+    for (const Chip& chip : chips) {
+      report::HwListEntry& e = entries.emplace_back();
+      e.set_name(chip.name());
+      e.set_display_name(chip.proto().display_name());
+      e.set_kind(KindWord(chip));
+      e.set_peak_bf16_flops_per_second(chip.PeakMatmulFlopsPerSecond(MatmulDtype::kBf16));
+      e.set_hbm_capacity_bytes(chip.hbm_capacity_bytes());
+      e.set_hbm_bytes_per_second(chip.hbm_bytes_per_second());
+      e.set_scratch_physical_bytes(chip.ScratchPhysicalBytes());
+      e.set_scratch_limit_bytes(chip.ScratchLimitBytes());
+      e.set_default_slice_shape(chip.DefaultSliceShape());
+      e.set_interconnect(chip.InterconnectSummary());
     }
-    io.out << "\n]\n";
+    io.out << ReportJsonArray(entries);
     return kExitOk;
   }
   static constexpr char kRow[] = "{:<10} {:<4} {:>12} {:>8} {:>8} {:>16}  {}\n";

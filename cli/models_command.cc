@@ -7,6 +7,7 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "fmt/format.h"
+#include "proto/report.pb.h"
 #include "sim/moe/model_config.h"
 #include "sim/moe/model_registry.h"
 #include "sim/util/proto_format.h"
@@ -23,7 +24,8 @@ show: every field of one model, plus derived per-token FLOPs and parameter count
       built-in model (see 'perfsim models list'); an argument with '/' or ending in .textproto
       is read as a file, '-' reads the textproto from standard input. A file with problems exits
       2 and lists each as 'file:line:col: ...'.
---format=json prints machine-readable JSON (field names as in proto/model.proto).
+--format=json prints machine-readable JSON: list, an array of ModelListEntry
+(proto/report.proto); show, the description (field names as in proto/model.proto).
 )";
 
 // "sigmoid+bias grouped 4/8" etc.: the router in a few words.
@@ -86,21 +88,22 @@ int ListModels(const std::string& format, CliIo& io) {
     models.push_back(*std::move(model));
   }
   if (format == "json") {
-    io.out << "[";
-    for (size_t i = 0; i < models.size(); ++i) {
-      const ModelConfig& m = models[i];
-      io.out << (i == 0 ? "\n" : ",\n")
-             << fmt::format(
-                    "  {{\"name\": {}, \"display_name\": {}, \"d_model\": {}, "
-                    "\"expert_ffn_dim\": {}, \"num_experts\": {}, \"experts_per_token\": {}, "
-                    "\"num_shared_experts\": {}, \"num_moe_layers\": {}, \"num_layers\": {}, "
-                    "\"router\": {}, \"activation\": {}}}",
-                    JsonString(m.name()), JsonString(m.proto().display_name()), m.d_model(),
-                    m.expert_ffn_dim(), m.num_experts(), m.experts_per_token(),
-                    m.num_shared_experts(), m.proto().num_moe_layers(), m.proto().num_layers(),
-                    JsonString(RouterWords(m)), JsonString(ActivationWords(m)));
+    std::vector<report::ModelListEntry> entries;
+    for (const ModelConfig& m : models) {
+      report::ModelListEntry& e = entries.emplace_back();
+      e.set_name(m.name());
+      e.set_display_name(m.proto().display_name());
+      e.set_d_model(m.d_model());
+      e.set_expert_ffn_dim(m.expert_ffn_dim());
+      e.set_num_experts(m.num_experts());
+      e.set_experts_per_token(m.experts_per_token());
+      e.set_num_shared_experts(m.num_shared_experts());
+      e.set_num_moe_layers(m.proto().num_moe_layers());
+      e.set_num_layers(m.proto().num_layers());
+      e.set_router(RouterWords(m));
+      e.set_activation(ActivationWords(m));
     }
-    io.out << "\n]\n";
+    io.out << ReportJsonArray(entries);
     return kExitOk;
   }
   static constexpr char kRow[] = "{:<16} {:>5} {:>6} {:>4} {:>2} {:>6} {:>7}  {:<36} {}\n";

@@ -260,7 +260,9 @@ std::string ReportJson(const Message& report) {
   // type); reports have none.
   const auto printed = google::protobuf::util::MessageToJsonString(report, &out, options);
   PERFSIM_CHECK(printed.ok());
-  return out + "\n";
+  // The printer ends its add_whitespace form with a newline; one, whatever its version does.
+  if (out.empty() || out.back() != '\n') out += '\n';
+  return out;
 }
 
 google::protobuf::Value NumberOrNull(std::optional<double> value) {

@@ -61,6 +61,21 @@ std::string ProtoToJson(const google::protobuf::Message& message);
 //   io.out << ReportJson(report);   // {"step_seconds": 0.0123, ...} with 1-space indents
 std::string ReportJson(const google::protobuf::Message& report);
 
+// A JSON array of reports, each as ReportJson prints it (`hw list`, `models list`).
+template <typename Reports>
+std::string ReportJsonArray(const Reports& reports) {
+  std::string out = "[";
+  bool first = true;
+  for (const google::protobuf::Message& report : reports) {
+    std::string element = ReportJson(report);
+    element.pop_back();  // its final newline
+    out += first ? "\n" : ",\n";
+    out += element;
+    first = false;
+  }
+  return out + "\n]\n";
+}
+
 // Report fields that may be missing (google.protobuf.Value): the number, or null for nullopt;
 // the text, or null when it is empty.
 google::protobuf::Value NumberOrNull(std::optional<double> value);

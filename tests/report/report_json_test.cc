@@ -18,6 +18,8 @@
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "proto/report.pb.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/moe/model_registry.h"
 #include "sim/predict/predict.h"
 #include "sim/report/predict_report.h"
 #include "tests/cli/cli_test_util.h"
@@ -78,6 +80,22 @@ void ExpectEveryDocumentedKey(const std::string& json) {
   google::protobuf::Value object;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &object).ok());
   ExpectEveryDocumentedKey(object, M::descriptor(), M::descriptor()->name());
+}
+
+// A top-level JSON array (hw list, models list): each element parsed into M, with its keys
+// checked.
+template <typename M>
+std::vector<M> ParseReportArray(const std::string& json) {
+  google::protobuf::ListValue list;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &list).ok()) << json;
+  std::vector<M> reports;
+  for (const google::protobuf::Value& element : list.values()) {
+    std::string text;
+    EXPECT_TRUE(google::protobuf::util::MessageToJsonString(element, &text).ok());
+    ExpectEveryDocumentedKey<M>(text);
+    reports.push_back(ParseReport<M>(text));
+  }
+  return reports;
 }
 
 TEST(ReportJson, TheKeyCheckCatchesAMissingKeyAndAMissingNull) {
@@ -324,6 +342,44 @@ TEST(ReportJson, SweepCountsAddUpAndTheParetoHasTheRankMetric) {
     EXPECT_TRUE(point.has_mfu());
     EXPECT_FALSE(point.has_step());
     EXPECT_FALSE(point.has_tokens());
+  }
+}
+
+TEST(ReportJson, HwListHasEveryBuiltinChipWithItsFigures) {
+  const CliResult run = RunCli({"hw", "list", "--format=json"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::vector<report::HwListEntry> entries = ParseReportArray<report::HwListEntry>(run.out);
+  const std::vector<std::string> names = BuiltinChipNames();
+  ASSERT_EQ(entries.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    absl::StatusOr<Chip> chip = LoadBuiltinChip(names[i]);
+    ASSERT_TRUE(chip.ok()) << chip.status();
+    const report::HwListEntry& e = entries[i];
+    EXPECT_EQ(e.name(), names[i]);
+    EXPECT_EQ(e.kind(), chip->is_tpu() ? "TPU" : "GPU");
+    EXPECT_EQ(e.peak_bf16_flops_per_second(), chip->PeakMatmulFlopsPerSecond(MatmulDtype::kBf16));
+    EXPECT_EQ(e.hbm_capacity_bytes(), chip->hbm_capacity_bytes()) << e.name();
+    EXPECT_EQ(e.scratch_limit_bytes(), chip->ScratchLimitBytes()) << e.name();
+    EXPECT_EQ(e.default_slice_shape(), chip->DefaultSliceShape()) << e.name();
+  }
+}
+
+TEST(ReportJson, ModelsListHasEveryBuiltinModelWithItsShape) {
+  const CliResult run = RunCli({"models", "list", "--format=json"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::vector<report::ModelListEntry> entries =
+      ParseReportArray<report::ModelListEntry>(run.out);
+  const std::vector<std::string> names = BuiltinModelNames();
+  ASSERT_EQ(entries.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    absl::StatusOr<ModelConfig> model = LoadBuiltinModel(names[i]);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const report::ModelListEntry& e = entries[i];
+    EXPECT_EQ(e.name(), names[i]);
+    EXPECT_EQ(e.d_model(), model->d_model()) << e.name();
+    EXPECT_EQ(e.num_experts(), model->num_experts()) << e.name();
+    EXPECT_EQ(e.experts_per_token(), model->experts_per_token()) << e.name();
+    EXPECT_EQ(e.num_layers(), model->proto().num_layers()) << e.name();
   }
 }
 
