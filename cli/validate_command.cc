@@ -55,6 +55,8 @@ output).
               --parallelism fixes it (dp, fsdp, ep, tp); the table's "mesh" column says which
   --tolerance X  the largest relative error that passes (default: 1e-5 for f32 models,
               2^-8*16 for bf16)
+  --format=json  every case as JSON (ValidateReport in proto/validate_report.proto), with
+              the cause and the first diverging output of an --hlo failure
   --hw NAME   fit-check every kernel custom-call's tiling against this chip's VMEM first
               (default tpu_v5p); a misfit fails the case with the numbers
   --hlo FILE  validate your own lowering: entry parameters x, router_w, wi_0, wi_1, wo, then
