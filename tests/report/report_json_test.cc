@@ -1,12 +1,11 @@
 // Every --format=json output read back into its proto/report.proto message with protobuf's JSON
-// parser (unknown keys refused), every key the message documents present, and the figures equal
-// to what the library computes.
+// parser (unknown keys refused; hw list and models list element by element), every key the
+// message documents present, and the figures equal to what the library computes.
 #include <cmath>
 #include <cstdint>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "sim/moe/model_registry.h"
 #include "sim/predict/predict.h"
 #include "sim/report/predict_report.h"
+#include "sim/util/proto_format.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace perfsim {
@@ -112,6 +112,22 @@ TEST(ReportJson, TheKeyCheckCatchesAMissingKeyAndAMissingNull) {
   EXPECT_NONFATAL_FAILURE(
       ExpectEveryDocumentedKey<report::CostReport>(absl::StrCat(R"({"devices": 1, )", rest, "}")),
       "CostReport.topology is missing");
+}
+
+TEST(ReportJson, NonFiniteDoublesAreJsonStringsThatReadBack) {
+  report::CostTotals totals;
+  totals.set_seconds(std::nan(""));
+  totals.set_flops(std::numeric_limits<double>::infinity());
+  totals.set_bytes_accessed(-std::numeric_limits<double>::infinity());
+  const std::string json = ReportJson(totals);
+  // Valid JSON: a generic parse accepts it.
+  google::protobuf::Value any;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &any).ok()) << json;
+  EXPECT_THAT(json, HasSubstr("\"seconds\": \"NaN\""));
+  const report::CostTotals back = ParseReport<report::CostTotals>(json);
+  EXPECT_TRUE(std::isnan(back.seconds()));
+  EXPECT_EQ(back.flops(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.bytes_accessed(), -std::numeric_limits<double>::infinity());
 }
 
 TEST(ReportJson, PredictMatchesThePredictionAndItsPhasesSumToTheBusyTime) {
