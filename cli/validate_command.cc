@@ -14,10 +14,10 @@
 #include "cli/flags.h"
 #include "cli/step_flags.h"
 #include "fmt/format.h"
-#include "google/protobuf/util/json_util.h"
 #include "proto/validate_report.pb.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/ir/hlo_parser.h"
+#include "sim/util/proto_format.h"
 #include "sim/util/status.h"
 #include "sim/validate/validate.h"
 
@@ -169,8 +169,8 @@ void PrintTable(const std::vector<ValidationResult>& results, std::ostream& out)
   }
 }
 
-// validate's JSON: proto/validate_report.proto, printed with protobuf's JSON printer under
-// proto/report.proto's conventions.
+// validate's JSON: proto/validate_report.proto, printed by ReportJson (protobuf's JSON printer
+// under proto/report.proto's conventions).
 report::ValidateReport ToReport(const std::vector<ValidationResult>& results) {
   report::ValidateReport out;
   for (const ValidationResult& r : results) {
@@ -203,16 +203,7 @@ report::ValidateReport ToReport(const std::vector<ValidationResult>& results) {
 }
 
 void PrintJson(const std::vector<ValidationResult>& results, std::ostream& out) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string text;
-  // Printing fails only for a message the printer cannot describe (an Any of an unknown type).
-  const auto printed = google::protobuf::util::MessageToJsonString(ToReport(results), &text,
-                                                                   options);
-  PERFSIM_CHECK(printed.ok());
-  out << text << "\n";
+  out << ReportJson(ToReport(results));
 }
 
 }  // namespace
