@@ -2,6 +2,7 @@
 // strict errors with their location.
 #include "sim/accuracy/measurement.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/util/status_matchers.h"
@@ -18,8 +19,8 @@ TEST(Measurement, ReadsRowsAndKeepsEveryColumn) {
   PERFSIM_ASSERT_OK_AND_ASSIGN(
       MeasurementFile f,
       ReadMeasurements(
-          std::string(kHeader) +
-              "M001,kernel_grouped_gemm,H800,throughput,1297,TFLOP/s,\"groups=4; N=1\"\n",
+          absl::StrCat(kHeader,
+                       "M001,kernel_grouped_gemm,H800,throughput,1297,TFLOP/s,\"groups=4; N=1\"\n"),
           "cal.csv"));
   ASSERT_EQ(f.rows.size(), 1u);
   const Measurement& m = f.rows[0];
@@ -82,7 +83,7 @@ TEST(Measurement, UnitsMatchWithoutCaseAndMicroSigns) {
 TEST(Measurement, UnknownUnitIsNotAnError) {
   PERFSIM_ASSERT_OK_AND_ASSIGN(
       MeasurementFile f,
-      ReadMeasurements(std::string(kHeader) + "M1,x,H100,m,3,furlongs,\n", "u.csv"));
+      ReadMeasurements(absl::StrCat(kHeader, "M1,x,H100,m,3,furlongs,\n"), "u.csv"));
   EXPECT_EQ(f.rows[0].unit, std::nullopt);
 }
 
@@ -94,21 +95,21 @@ TEST(Measurement, RejectsMissingRequiredColumns) {
 }
 
 TEST(Measurement, RejectsBadValueWithItsLocation) {
-  EXPECT_THAT(ReadMeasurements(std::string(kHeader) + "M1,x,H100,m,fast,us,\n", "v.csv"),
+  EXPECT_THAT(ReadMeasurements(absl::StrCat(kHeader, "M1,x,H100,m,fast,us,\n"), "v.csv"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("v.csv:2:13: value: expected a positive number")));
 }
 
 TEST(Measurement, RejectsEmptyAndRepeatedIdsAndEmptyCategory) {
   EXPECT_THAT(
-      ReadMeasurements(std::string(kHeader) + " ,x,H100,m,1,us,\n", "i.csv"),
+      ReadMeasurements(absl::StrCat(kHeader, " ,x,H100,m,1,us,\n"), "i.csv"),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("i.csv:2:1: expected a row id")));
   EXPECT_THAT(
-      ReadMeasurements(std::string(kHeader) + "A,x,H,m,1,us,\nA,x,H,m,1,us,\n", "r.csv"),
+      ReadMeasurements(absl::StrCat(kHeader, "A,x,H,m,1,us,\nA,x,H,m,1,us,\n"), "r.csv"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("r.csv:3:1: expected a unique row id; got 'A' again (first on line 2)")));
   EXPECT_THAT(
-      ReadMeasurements(std::string(kHeader) + "A,,H,m,1,us,\n", "c.csv"),
+      ReadMeasurements(absl::StrCat(kHeader, "A,,H,m,1,us,\n"), "c.csv"),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("c.csv:2:3: expected a category")));
 }
 

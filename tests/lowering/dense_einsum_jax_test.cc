@@ -43,7 +43,7 @@ ModelConfig GoldenModel() {
 
 Literal Load(const std::string& name) {
   absl::StatusOr<Literal> lit =
-      ReadNpyFile(std::string(PERFSIM_TESTDATA_DIR) + "/hlo/jax/" + name);
+      ReadNpyFile(absl::StrCat(PERFSIM_TESTDATA_DIR, "/hlo/jax/", name));
   EXPECT_TRUE(lit.ok()) << name << ": " << lit.status();
   return lit.ok() ? *std::move(lit) : Literal();
 }
