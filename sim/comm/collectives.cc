@@ -1,4 +1,5 @@
-// Per-dimension collective algorithms and their staging over dimensions (collectives.h).
+// Per-dimension collective algorithms, torus dimensions run concurrently, and the staging of
+// link classes (collectives.h).
 #include "sim/comm/collectives.h"
 
 #include <algorithm>
@@ -40,6 +41,7 @@ double Fraction(const EfficiencySpec& e, CollectiveAlgorithm algorithm) {
     case CollectiveAlgorithm::kHierarchical:
       return e.collective_hierarchical_fraction_of_peak();
     case CollectiveAlgorithm::kNone:
+    case CollectiveAlgorithm::kMultiAxis:  // never a phase's own: each keeps its ring's
       break;
   }
   return 1.0;
@@ -108,26 +110,167 @@ PhaseTime RunPhase(const PhasePlan& plan, double bytes) {
   phase.link_bytes = moved / plan.ways;
   phase.link_bytes_per_second = plan.link_bytes_per_second;
   phase.transfer_seconds = moved / plan.rate();
+  phase.stage_transfer_seconds = phase.transfer_seconds;
   phase.latency_steps = plan.steps;
   phase.latency_seconds = static_cast<double>(plan.steps) * plan.step_latency_seconds;
   phase.seconds = phase.transfer_seconds + phase.latency_seconds;
   return phase;
 }
 
-// Slowest dimension first (all-gather order; reduce-scatter reverses it). Ties keep the
-// topology's order, outermost first.
-std::vector<PhasePlan> SlowestFirst(std::vector<PhasePlan> plans) {
-  std::stable_sort(plans.begin(), plans.end(),
-                   [](const PhasePlan& a, const PhasePlan& b) { return a.rate() < b.rate(); });
-  return plans;
+// Dimensions that run as one unit in the staged order: one dimension, or all the torus
+// dimensions of the group run concurrently (collectives.h).
+struct Stage {
+  std::vector<PhasePlan> plans;  // one, or the torus dimensions in rotation order
+  bool concurrent = false;
+  int64_t n = 1;  // members the stage gathers over: the product of its dimensions' sizes
+  // Transfer seconds per byte the stage gathers to (the bytes each device holds after its
+  // all-gather pass); the time is linear in them. Concurrent: the larger of the busiest
+  // dimension's and the longest part chain's.
+  double seconds_per_byte = 0;
+};
+
+// Bytes each dimension of a concurrent stage moves per device, per byte gathered to. The buffer
+// is split into k equal parts; part p gathers over the dimensions in the rotated order p, p+1,
+// ..., p+k-1 (mod k). Along dimension d a part of P gathered bytes moves (n_d - 1) / N * P
+// times the sizes of the dimensions it has already gathered over.
+std::vector<double> ConcurrentLoads(const std::vector<PhasePlan>& plans) {
+  const int64_t k = static_cast<int64_t>(plans.size());
+  double total = 1;
+  for (const PhasePlan& plan : plans) total *= static_cast<double>(plan.n);
+  std::vector<double> loads(k, 0);
+  for (int64_t d = 0; d < k; ++d) {
+    double before = 1;  // product of the sizes gathered before d, over the k rotations
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      sum += before;
+      before *= static_cast<double>(plans[(d + k - 1 - j) % k].n);
+    }
+    loads[d] = static_cast<double>(plans[d].n - 1) / total * sum / static_cast<double>(k);
+  }
+  return loads;
+}
+
+// One dimension's pass, or a concurrent stage's dimensions, for `bytes` gathered to.
+std::vector<PhaseTime> RunStage(const Stage& stage, double bytes, int64_t index) {
+  std::vector<PhaseTime> phases;
+  if (!stage.concurrent) {
+    phases.push_back(RunPhase(stage.plans[0], bytes));
+  } else {
+    const std::vector<double> loads = ConcurrentLoads(stage.plans);
+    for (size_t d = 0; d < stage.plans.size(); ++d) {
+      const PhasePlan& plan = stage.plans[d];
+      PhaseTime phase = RunPhase(plan, bytes);
+      phase.link_bytes = loads[d] * bytes / plan.ways;
+      phase.transfer_seconds = loads[d] * bytes / plan.rate();
+      phase.seconds = phase.transfer_seconds + phase.latency_seconds;
+      phases.push_back(std::move(phase));
+    }
+  }
+  for (PhaseTime& phase : phases) {
+    phase.stage = index;
+    if (stage.concurrent) phase.stage_transfer_seconds = stage.seconds_per_byte * bytes;
+  }
+  return phases;
+}
+
+// Slowest first (all-gather order; reduce-scatter reverses it): by transfer seconds per byte
+// moved, (n-1)/n of the bytes gathered to. Ties keep the topology's order, outermost first.
+void SortSlowestFirst(std::vector<Stage>& stages) {
+  auto per_moved = [](const Stage& s) {
+    return s.seconds_per_byte * static_cast<double>(s.n) / static_cast<double>(s.n - 1);
+  };
+  std::stable_sort(stages.begin(), stages.end(),
+                   [&](const Stage& a, const Stage& b) { return per_moved(a) > per_moved(b); });
+}
+
+Stage SingleStage(PhasePlan plan) {
+  Stage stage;
+  stage.n = plan.n;
+  stage.seconds_per_byte =
+      static_cast<double>(plan.n - 1) / static_cast<double>(plan.n) / plan.rate();
+  stage.plans.push_back(std::move(plan));
+  return stage;
+}
+
+// The stages of a regular group in all-gather order. Torus dimensions run concurrently when
+// there are several and that is faster than running them in sequence (with equal parts and
+// unequal rates it may not be: a slow open line then carries as much as a fast closed ring).
+// A concurrent stage takes the longer of its busiest dimension's transfer and the longest
+// chain of one part through all its dimensions at their full rates: both bound any schedule.
+// NVLink, InfiniBand and on-chip dimensions are stages of their own: different link classes
+// run the hierarchical algorithm.
+std::vector<Stage> PlanStages(const Topology& topology, const GroupLayout& layout) {
+  const std::vector<PhasePlan> plans = PlanPhases(topology, layout);
+  std::vector<Stage> stages;
+  std::vector<Stage> torus;  // in sequence, slowest first
+  for (size_t i = 0; i < plans.size(); ++i) {
+    stages.push_back(SingleStage(plans[i]));
+    if (topology.dimension(layout.spans[i].dimension).kind == LinkKind::kTorus) {
+      torus.push_back(stages.back());
+    }
+  }
+  SortSlowestFirst(stages);
+  if (torus.size() < 2) return stages;
+  SortSlowestFirst(torus);
+  Stage concurrent;
+  concurrent.concurrent = true;
+  for (const Stage& s : torus) concurrent.plans.push_back(s.plans[0]);
+  for (const PhasePlan& plan : concurrent.plans) concurrent.n *= plan.n;
+  const std::vector<double> loads = ConcurrentLoads(concurrent.plans);
+  for (size_t d = 0; d < loads.size(); ++d) {
+    concurrent.seconds_per_byte =
+        std::max(concurrent.seconds_per_byte, loads[d] / concurrent.plans[d].rate());
+  }
+  // A part's chain: 1/k of the bytes through every dimension in its rotated order, each at
+  // that dimension's full rate.
+  const double total = static_cast<double>(concurrent.n);
+  const int64_t k = static_cast<int64_t>(concurrent.plans.size());
+  for (int64_t p = 0; p < k; ++p) {
+    double chain = 0;
+    double part = 1.0 / total / static_cast<double>(k);
+    for (int64_t j = 0; j < k; ++j) {
+      const PhasePlan& plan = concurrent.plans[(p + j) % k];
+      part *= static_cast<double>(plan.n);
+      chain += part * static_cast<double>(plan.n - 1) / static_cast<double>(plan.n) / plan.rate();
+    }
+    concurrent.seconds_per_byte = std::max(concurrent.seconds_per_byte, chain);
+  }
+  // In sequence, slowest first: each dimension gathers to the product of the sizes so far.
+  double in_sequence = 0;
+  double gathered = 1;
+  for (const Stage& s : torus) {
+    gathered *= static_cast<double>(s.n);
+    in_sequence += s.seconds_per_byte * gathered / total;
+  }
+  if (concurrent.seconds_per_byte >= in_sequence) return stages;
+  std::vector<Stage> with_concurrent;
+  bool placed = false;  // the concurrent stage goes where its first torus dimension was
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (topology.dimension(layout.spans[i].dimension).kind != LinkKind::kTorus) {
+      with_concurrent.push_back(SingleStage(plans[i]));
+    } else if (!placed) {
+      with_concurrent.push_back(concurrent);
+      placed = true;
+    }
+  }
+  SortSlowestFirst(with_concurrent);
+  return with_concurrent;
 }
 
 void Finish(const Topology& topology, CollectiveTime& t) {
   t.transfer_seconds = 0;
   t.latency_seconds = 0;
   double longest_transfer = -1;
-  for (const PhaseTime& p : t.phases) {
-    t.transfer_seconds += p.transfer_seconds;
+  double stage_transfer = 0;
+  for (size_t i = 0; i < t.phases.size(); ++i) {
+    const PhaseTime& p = t.phases[i];
+    // A stage's phases run at the same time (stage_transfer_seconds); each part of the buffer
+    // crosses every dimension of it in turn, so their latencies add.
+    stage_transfer = std::max(stage_transfer, p.stage_transfer_seconds);
+    if (i + 1 == t.phases.size() || t.phases[i + 1].stage != p.stage) {
+      t.transfer_seconds += stage_transfer;
+      stage_transfer = 0;
+    }
     t.latency_seconds += p.latency_seconds;
     // The busiest link is the one that takes longest to drain, not the one with most bytes
     // (an on-chip copy may move more bytes than an ICI link, much faster).
@@ -137,8 +280,11 @@ void Finish(const Topology& topology, CollectiveTime& t) {
       t.busiest_link = absl::StrCat("phase ", p.dimension);
     }
   }
+  const bool one_stage = !t.phases.empty() && t.phases.front().stage == t.phases.back().stage;
   if (t.phases.size() == 1) {
     t.algorithm = t.phases[0].algorithm;
+  } else if (one_stage) {
+    t.algorithm = CollectiveAlgorithm::kMultiAxis;
   } else if (t.phases.size() > 1) {
     t.algorithm = CollectiveAlgorithm::kHierarchical;
   }
@@ -187,6 +333,7 @@ absl::StatusOr<PhaseTime> RoutedRingPhase(double bytes, absl::Span<const int64_t
       one.transfer_seconds > 0 ? one.busiest_link_bytes / one.transfer_seconds : 0;
   phase.latency_steps = passes * (n - 1) * one.max_hops;
   phase.transfer_seconds = one.transfer_seconds * steps;
+  phase.stage_transfer_seconds = phase.transfer_seconds;
   phase.latency_seconds = one.latency_seconds * steps;
   phase.seconds = phase.transfer_seconds + phase.latency_seconds;
   return phase;
@@ -208,21 +355,26 @@ absl::StatusOr<CollectiveTime> StagedCollective(Pass pass, double bytes,
     Finish(topology, t);
     return t;
   }
-  const std::vector<PhasePlan> gather_order = SlowestFirst(PlanPhases(topology, layout));
+  const std::vector<Stage> gather_order = PlanStages(topology, layout);
   const double total = static_cast<double>(layout.size);
+  int64_t index = 0;
+  auto append = [&](const Stage& stage, double gathered) {
+    for (PhaseTime& phase : RunStage(stage, gathered, index)) t.phases.push_back(std::move(phase));
+    ++index;
+  };
   if (pass == Pass::kScatter || pass == Pass::kReduce) {
-    // Fastest first: the big buffer crosses the fast links; each phase leaves 1/n of it.
+    // Fastest first: the big buffer crosses the fast links; each stage leaves 1/n of it.
     double current = bytes;
     for (auto it = gather_order.rbegin(); it != gather_order.rend(); ++it) {
-      t.phases.push_back(RunPhase(*it, current));
+      append(*it, current);
       current /= static_cast<double>(it->n);
     }
   }
   if (pass == Pass::kGather || pass == Pass::kReduce) {
     double current = bytes / total;
-    for (const PhasePlan& plan : gather_order) {
-      current *= static_cast<double>(plan.n);
-      t.phases.push_back(RunPhase(plan, current));
+    for (const Stage& stage : gather_order) {
+      current *= static_cast<double>(stage.n);
+      append(stage, current);
     }
   }
   Finish(topology, t);
@@ -259,6 +411,8 @@ absl::string_view CollectiveAlgorithmName(CollectiveAlgorithm algorithm) {
       return "direct";
     case CollectiveAlgorithm::kHierarchical:
       return "hierarchical";
+    case CollectiveAlgorithm::kMultiAxis:
+      return "multi_axis";
   }
   return "?";
 }

@@ -23,13 +23,32 @@
 // Strided groups share links with the s groups interleaved with them, and the devices of one
 // chip share its ICI links (devices_per_chip d), so torus bandwidth is W / (s * d).
 //
-// Several dimensions are done in sequence, one phase per dimension (the staged model of the JAX
-// scaling book): all-gather goes from the slowest dimension to the fastest, so that the slow
-// links move the smallest data (this order is optimal: swapping two phases changes the sum by
+// Several torus dimensions run at the same time (the scaling book, jax-ml/scaling-book
+// sharding.md, "What happens when we AllGather over multiple axes?": the available bandwidth
+// grows with the number of axes, T = max(T_min * sum_i |X_i| / 2, V / (W_bidir * N_axes))).
+// The buffer is split into k
+// equal parts, one per spanned torus dimension; part p gathers over the dimensions in the
+// rotated order p, p+1, ..., p+k-1, as multi-dimensional ring algorithms do, so that every
+// dimension's links carry a share at once. Along dimension d a part of P gathered bytes moves
+// (n_d - 1)/N * P times the sizes of the dimensions it has already crossed, N the group size;
+// the transfer is the busiest dimension's bytes over its rate (or, if longer, one part's chain
+// through all the dimensions at their full rates), and each part crosses every dimension in
+// turn, so the hop latencies add. On a 4x4x4 v5p (W = 9e10 B/s per direction) an
+// all-gather of 64 shards of 16 MiB moves 63/64 * 1 GiB / 3 per device on each axis:
+//   63 * 16 MiB / (3 * 2 * 9e10) + 3 * 2 hops = 1957.3 us + 6 us      (in sequence: 5872 us)
+// The equal split is what the scaling book assumes; with unequal dimension rates (an open line
+// beside a closed ring, a strided dimension) it can lose to running the dimensions in sequence,
+// and then the dimensions run in sequence, slowest first (below).
+//
+// Different link classes run in sequence, one stage per class (the torus dimensions together
+// are one stage): all-gather goes from the slowest stage to the fastest, so that the slow links
+// move the smallest data (this order is optimal: swapping two stages changes the sum by
 // (1/W_a - 1/W_b) terms of one sign); reduce-scatter goes fastest first; all-reduce is
-// reduce-scatter then all-gather. A group spanning NVLink and InfiniBand is therefore the
-// hierarchical algorithm: reduce-scatter in the domain, all-reduce across domains on every
-// rail, all-gather in the domain. Latency adds over phases.
+// reduce-scatter then all-gather (each twice the stages). A group spanning NVLink and
+// InfiniBand is therefore the hierarchical algorithm NCCL runs: reduce-scatter in the domain,
+// all-reduce across domains on every rail, all-gather in the domain; a v7x group over torus
+// axes and both cores gathers over the torus stage and the on-chip copy in sequence. Latency
+// adds over stages. A group spanning one dimension is a single phase as above.
 //
 // All-to-all and collective-permute move each flow directly along its route (traffic.h:
 // dimension-order on the torus, shortest way round on wrapped rings): their time is the most
@@ -72,34 +91,44 @@ enum class CollectiveAlgorithm {
   kRing,               // unidirectional ring, or a bidirectional open line
   kBidirectionalRing,  // half the data each way round a closed ring
   kDirect,             // every member sends straight to every other (switch, routed flows)
-  kHierarchical,       // phases over several dimensions (NVLink then InfiniBand, 2D/3D torus)
+  kHierarchical,       // stages in sequence (NVLink then InfiniBand; torus then on-chip)
+  kMultiAxis,          // several torus dimensions at once, the buffer split among them
 };
 
-// "none", "ring", "bidirectional_ring", "direct", "hierarchical".
+// "none", "ring", "bidirectional_ring", "direct", "hierarchical", "multi_axis".
 absl::string_view CollectiveAlgorithmName(CollectiveAlgorithm algorithm);
 
-// One phase: the collective along one dimension.
+// One phase: the collective along one dimension. Phases of one stage run at the same time (the
+// torus dimensions of a multi-axis collective, each with its share of the buffer); stages run
+// in order.
 struct PhaseTime {
   std::string dimension;  // topology dimension name, e.g. "x", "nvlink", "ib"
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kNone;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kNone;  // of this dimension's ring
+  int64_t stage = 0;       // index of its stage: equal for phases that run concurrently
   int64_t group_size = 1;  // members along this dimension
   int64_t stride = 1;
   double link_bytes = 0;             // bytes on the busiest link, one direction
   double link_bytes_per_second = 0;  // bandwidth it was costed at (shares, efficiency)
   int64_t latency_steps = 0;         // hops of latency paid in sequence
-  double transfer_seconds = 0;
+  double transfer_seconds = 0;       // this dimension's links draining its share
+  // Transfer of the whole stage: the longest transfer of its phases, or the longest chain of
+  // one part of the buffer through the stage's dimensions when that is longer. Equal to
+  // transfer_seconds for a stage of one phase.
+  double stage_transfer_seconds = 0;
   double latency_seconds = 0;
-  double seconds = 0;  // transfer + latency
+  double seconds = 0;  // transfer + latency (of this dimension alone)
 };
 
 struct CollectiveTime {
   double seconds = 0;  // fixed + transfer + latency
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kNone;
-  std::vector<PhaseTime> phases;  // in the order they run; empty for routed collectives
+  // In the order they run, stage by stage; empty for routed collectives. transfer_seconds is
+  // the sum over stages of their stage_transfer_seconds.
+  std::vector<PhaseTime> phases;
   // Bytes, one direction, on the link that takes longest to drain: of the slowest phase, or
   // of the busiest routed link.
   double busiest_link_bytes = 0;
-  std::string busiest_link;  // "phase y" (staged), "x+ from (1,0,2)" (routed)
+  std::string busiest_link;  // "phase y" (phased), "x+ from (1,0,2)" (routed)
   double fixed_seconds = 0;
   double transfer_seconds = 0;
   double latency_seconds = 0;
