@@ -22,11 +22,20 @@ constexpr double kMaxOverheadSeconds = 1e-3;
 constexpr int kGoldenSteps = 60;
 constexpr int kMaxRounds = 2000;
 
-constexpr FactorKind kAllFactors[] = {FactorKind::kMatmul,       FactorKind::kHbm,
-                                      FactorKind::kRing,         FactorKind::kBidirectionalRing,
-                                      FactorKind::kDirect,       FactorKind::kHierarchical,
-                                      FactorKind::kGemmOverhead, FactorKind::kCommOverhead,
-                                      FactorKind::kApiOverhead};
+constexpr FactorKind kAllFactors[] = {
+    FactorKind::kMatmul,       FactorKind::kHbm,          FactorKind::kRing,
+    FactorKind::kBidirectionalRing, FactorKind::kDirect,  FactorKind::kHierarchical,
+    FactorKind::kNvlink,       FactorKind::kInfiniband,   FactorKind::kIci,
+    FactorKind::kDcn,          FactorKind::kSmCopy,       FactorKind::kGemmOverhead,
+    FactorKind::kCommOverhead, FactorKind::kApiOverhead};
+
+// The per-algorithm collective fractions, which the link classes replace in the fit: no row
+// model has a term of them (row_model.h), and the fitted link classes assume them at 1, so
+// EfficiencyBlock writes them as 1 (proto/hardware.proto).
+bool IsAlgorithmFactor(FactorKind kind) {
+  return kind == FactorKind::kRing || kind == FactorKind::kBidirectionalRing ||
+         kind == FactorKind::kDirect || kind == FactorKind::kHierarchical;
+}
 
 // How many times a row pays overhead `kind`: per group or per collective for the op class's
 // overhead, once per API call for the API overhead.
@@ -237,6 +246,16 @@ double PreviousValue(const EfficiencySpec& e, FactorKind kind) {
       return e.has_collective_hierarchical_fraction_of_peak()
                  ? e.collective_hierarchical_fraction_of_peak()
                  : datasheet;
+    case FactorKind::kNvlink:
+      return e.has_nvlink_fraction_of_peak() ? e.nvlink_fraction_of_peak() : datasheet;
+    case FactorKind::kInfiniband:
+      return e.has_infiniband_fraction_of_peak() ? e.infiniband_fraction_of_peak() : datasheet;
+    case FactorKind::kIci:
+      return e.has_ici_fraction_of_peak() ? e.ici_fraction_of_peak() : datasheet;
+    case FactorKind::kDcn:
+      return e.has_dcn_fraction_of_peak() ? e.dcn_fraction_of_peak() : datasheet;
+    case FactorKind::kSmCopy:
+      return e.has_sm_copy_fraction_of_peak() ? e.sm_copy_fraction_of_peak() : datasheet;
     case FactorKind::kGemmOverhead:
       return e.has_grouped_matmul_overhead_seconds_per_group()
                  ? e.grouped_matmul_overhead_seconds_per_group()
@@ -290,15 +309,18 @@ std::string EfficiencyBlock(const ChipCalibration& fitted, const EfficiencySpec&
     // A dropped overhead is none: its rows are predicted better without it.
     auto selected = fitted.overhead_selection.find(kind);
     const bool dropped = selected != fitted.overhead_selection.end() && !selected->second.kept;
-    const double value = was_fitted ? fitted.factors.Get(kind)
-                         : dropped  ? ChipFactors().Get(kind)
-                                    : PreviousValue(previous, kind);
+    const bool algorithm = !was_fitted && IsAlgorithmFactor(kind);
+    const double value = was_fitted           ? fitted.factors.Get(kind)
+                         : dropped || algorithm ? ChipFactors().Get(kind)
+                                              : PreviousValue(previous, kind);
     // Overheads are written in seconds; the comment says it in microseconds.
     const std::string micros =
         IsFraction(kind) ? "" : absl::StrCat(" ", Value(value * 1e6), " us;");
     std::string why;
     if (was_fitted) {
       why = absl::StrCat(" fitted on ", RowList(it->second));
+    } else if (algorithm) {
+      why = " held at 1: communication is fitted per link class (proto/hardware.proto)";
     } else if (dropped) {
       why = absl::StrCat(" not kept: ", RowList(selected->second.rows),
                          " predict each other better without it (leave-one-out rms log error ",

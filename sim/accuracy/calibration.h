@@ -36,6 +36,12 @@
 // The fits inside this test do not select again; the leave-one-out column of `perfsim
 // accuracy` repeats the whole procedure, selection included, without the row it predicts.
 //
+// Communication is fitted per link class (nvlink, infiniband, ici, dcn; issue 14): a row
+// informs the class whose links bound it at datasheet physics (the slower stage of an
+// expert-parallel exchange, the IB or NVLink phase of a collective), so each class is fitted
+// only on rows that class bounds. The per-algorithm collective fractions are not fitted and
+// are written as 1 (proto/hardware.proto says why).
+//
 // The API overhead (row_model.h: a fixed cost per call of rows timed around a library's host
 // API) is fitted like the other overheads, on the API-timed rows, with the same spread rule
 // and prior; those rows do not inform their op class's chip overhead. It is reported (the

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "sim/comm/collectives.h"
+#include "sim/comm/ep_dispatch.h"
 #include "sim/comm/topology.h"
 #include "sim/comm/traffic.h"
 #include "sim/cost/grouped_matmul.h"
@@ -19,8 +20,9 @@
 namespace perfsim {
 namespace {
 
-constexpr FactorKind kCollectiveFactors[] = {FactorKind::kRing, FactorKind::kBidirectionalRing,
-                                             FactorKind::kDirect, FactorKind::kHierarchical};
+// The link classes a collective's transfer is split by (row_model.h).
+constexpr FactorKind kCollectiveFactors[] = {FactorKind::kNvlink, FactorKind::kInfiniband,
+                                             FactorKind::kIci, FactorKind::kDcn};
 
 std::string Micros(double seconds) { return fmt::format("{:.4g} us", seconds * 1e6); }
 
@@ -67,18 +69,26 @@ absl::StatusOr<RowModel> GemmModel(const GroupedGemmScenario& gemm, const Chip& 
   return model;
 }
 
-TrafficMatrix Transposed(const TrafficMatrix& m) {
-  TrafficMatrix t = TrafficMatrix::Zero(m.devices);
-  for (int64_t i = 0; i < m.size(); ++i) {
-    for (int64_t j = 0; j < m.size(); ++j) t.set(j, i, m.get(i, j));
+// The link-class factor of a stage bounded by a link of `fabric`.
+FactorKind FabricFactor(LinkFabric fabric) {
+  switch (fabric) {
+    case LinkFabric::kIci:
+      return FactorKind::kIci;
+    case LinkFabric::kNvlink:
+      return FactorKind::kNvlink;
+    case LinkFabric::kInfiniband:
+      return FactorKind::kInfiniband;
+    case LinkFabric::kDcn:
+      return FactorKind::kDcn;
+    case LinkFabric::kOnChip:
+      break;
   }
-  return t;
+  return FactorKind::kNvlink;
 }
 
 absl::StatusOr<RowModel> EpModel(const EpCommScenario& ep, const Chip& chip) {
   const int64_t nodes = ep.nodes;
   const int64_t g = ep.gpus_per_node;
-  const int64_t ranks = nodes * g;
   const double tokens = static_cast<double>(ep.tokens_per_rank);
   const double b = ep.bytes_per_token;
   // Expected reach of one token (scenario.h): every node, or `limit` of them chosen first.
@@ -91,44 +101,39 @@ absl::StatusOr<RowModel> EpModel(const EpCommScenario& ep, const Chip& chip) {
   }
   const double chosen = static_cast<double>(limit) / static_cast<double>(nodes);
   const double p_node = chosen * HitProbability(pool, ep.experts / nodes, ep.top_k);
-  const double p_rank = chosen * HitProbability(pool, ep.experts / ranks, ep.top_k);
+  const double p_rank = chosen * HitProbability(pool, ep.experts / (nodes * g), ep.top_k);
 
   PERFSIM_ASSIGN_OR_RETURN(
       Topology topology,
       Topology::Create(chip, nodes > 1 ? absl::StrCat(nodes, "x", g) : absl::StrCat(g)));
-  std::vector<int64_t> devices;
-  for (int64_t d = 0; d < ranks; ++d) devices.push_back(d);
-  // NVLink: a rank sends each token to every other rank of a node it reaches; with several
-  // nodes the forwarder (same local index) does it for the tokens of every node.
-  TrafficMatrix nvlink = TrafficMatrix::Zero(devices);
-  for (int64_t s = 0; s < ranks; ++s) {
-    for (int64_t r = 0; r < ranks; ++r) {
-      if (r != s && r / g == s / g) {
-        nvlink.set(s, r, static_cast<double>(nodes) * tokens * p_rank * b);
-      }
-    }
-  }
-  if (ep.op == EpOp::kCombine) nvlink = Transposed(nvlink);
-  PERFSIM_ASSIGN_OR_RETURN(TrafficTime nvl, RouteTraffic(nvlink, topology));
+  EpExchange exchange;
+  exchange.nodes = nodes;
+  exchange.gpus_per_node = g;
+  exchange.tokens_per_rank = tokens;
+  exchange.bytes_per_token = b;
+  exchange.p_node = p_node;
+  exchange.p_rank = p_rank;
+  exchange.combine = ep.op == EpOp::kCombine;
+  exchange.mode = ep.mode;
+  exchange.sms = ep.sms;
+  PERFSIM_ASSIGN_OR_RETURN(EpTime t, TimeEpExchange(exchange, chip, topology));
   RowModel model;
   model.max_of_terms = true;
   model.invocations = 1;
-  model.terms.push_back({FactorKind::kDirect, nvl.transfer_seconds});
-  model.fixed_seconds = topology.collective_fixed_seconds() + nvl.latency_seconds;
-  model.detail = absl::StrCat("NVLink ", Micros(nvl.transfer_seconds));
-  if (nodes > 1) {
-    // InfiniBand: one copy per remote node reached, to the rank of the same local index.
-    TrafficMatrix ib = TrafficMatrix::Zero(devices);
-    for (int64_t s = 0; s < ranks; ++s) {
-      for (int64_t node = 0; node < nodes; ++node) {
-        if (node != s / g) ib.set(s, node * g + s % g, tokens * p_node * b);
-      }
-    }
-    if (ep.op == EpOp::kCombine) ib = Transposed(ib);
-    PERFSIM_ASSIGN_OR_RETURN(TrafficTime inter, RouteTraffic(ib, topology));
-    model.terms.push_back({FactorKind::kHierarchical, inter.transfer_seconds});
-    model.fixed_seconds += inter.latency_seconds;
-    model.detail = absl::StrCat("IB ", Micros(inter.transfer_seconds), ", ", model.detail);
+  // The first stage: NVLink, or on the flat path whatever class its busiest link is.
+  const FactorKind first =
+      t.path == EpPath::kFlat ? FabricFactor(t.bound) : FactorKind::kNvlink;
+  model.terms.push_back({first, t.nvlink_seconds});
+  model.fixed_seconds = t.fixed_seconds;
+  model.detail = absl::StrCat(EpPathName(t.path), ": NVLink ", Micros(t.nvlink_seconds));
+  if (t.path == EpPath::kHierarchical) {
+    model.terms.push_back({FactorKind::kInfiniband, t.scale_out_seconds});
+    absl::StrAppend(&model.detail, ", IB ", Micros(t.scale_out_seconds));
+  }
+  if (t.sm_seconds > 0) {
+    model.terms.push_back({FactorKind::kSmCopy, t.sm_seconds});
+    absl::StrAppend(&model.detail, ", SM copy ", Micros(t.sm_seconds), " (", ep.sms, " SMs, ",
+                    fmt::format("{:.4g}", t.sm_bytes / 1e6), " MB)");
   }
   model.detail =
       absl::StrCat(model.detail, ", fixed ", Micros(model.fixed_seconds),
@@ -226,6 +231,16 @@ absl::string_view FactorFieldName(FactorKind kind) {
       return "collective_direct_fraction_of_peak";
     case FactorKind::kHierarchical:
       return "collective_hierarchical_fraction_of_peak";
+    case FactorKind::kNvlink:
+      return "nvlink_fraction_of_peak";
+    case FactorKind::kInfiniband:
+      return "infiniband_fraction_of_peak";
+    case FactorKind::kIci:
+      return "ici_fraction_of_peak";
+    case FactorKind::kDcn:
+      return "dcn_fraction_of_peak";
+    case FactorKind::kSmCopy:
+      return "sm_copy_fraction_of_peak";
     case FactorKind::kGemmOverhead:
       return "grouped_matmul_overhead_seconds_per_group";
     case FactorKind::kCommOverhead:
@@ -250,6 +265,16 @@ absl::string_view FactorShortName(FactorKind kind) {
       return "direct";
     case FactorKind::kHierarchical:
       return "hierarchical";
+    case FactorKind::kNvlink:
+      return "nvlink";
+    case FactorKind::kInfiniband:
+      return "infiniband";
+    case FactorKind::kIci:
+      return "ici";
+    case FactorKind::kDcn:
+      return "dcn";
+    case FactorKind::kSmCopy:
+      return "sm_copy";
     case FactorKind::kGemmOverhead:
       return "gmm_overhead";
     case FactorKind::kCommOverhead:
@@ -268,6 +293,11 @@ bool IsFraction(FactorKind kind) {
     case FactorKind::kBidirectionalRing:
     case FactorKind::kDirect:
     case FactorKind::kHierarchical:
+    case FactorKind::kNvlink:
+    case FactorKind::kInfiniband:
+    case FactorKind::kIci:
+    case FactorKind::kDcn:
+    case FactorKind::kSmCopy:
       return true;
     case FactorKind::kGemmOverhead:
     case FactorKind::kCommOverhead:
@@ -289,6 +319,11 @@ absl::StatusOr<Chip> ChipWithFactors(absl::string_view name, const ChipFactors& 
   e.set_collective_bidirectional_ring_fraction_of_peak(factors.Get(FactorKind::kBidirectionalRing));
   e.set_collective_direct_fraction_of_peak(factors.Get(FactorKind::kDirect));
   e.set_collective_hierarchical_fraction_of_peak(factors.Get(FactorKind::kHierarchical));
+  e.set_nvlink_fraction_of_peak(factors.Get(FactorKind::kNvlink));
+  e.set_infiniband_fraction_of_peak(factors.Get(FactorKind::kInfiniband));
+  e.set_ici_fraction_of_peak(factors.Get(FactorKind::kIci));
+  e.set_dcn_fraction_of_peak(factors.Get(FactorKind::kDcn));
+  e.set_sm_copy_fraction_of_peak(factors.Get(FactorKind::kSmCopy));
   e.set_grouped_matmul_overhead_seconds_per_group(factors.Get(FactorKind::kGemmOverhead));
   e.set_collective_overhead_seconds(factors.Get(FactorKind::kCommOverhead));
   return Chip::FromProto(std::move(spec));

@@ -44,14 +44,17 @@
 //                       sim/cost/grouped_matmul.h)
 //                  fixed = kernel overhead (+ grid steps on a TPU); + groups * grouped-matmul
 //                  overhead (per group, empty groups included)
-//   EP, one node   routed all-to-all of the expected traffic: transfer / direct + latency
-//                  + collective overhead
-//   EP, N nodes    max(IB stage / hierarchical, NVLink stage / direct) + both latencies
-//                  + collective overhead
-//   collective     the collective time's transfer split by the algorithm factor of each phase
-//                  (found by halving one factor at a time: the time grows by exactly the
-//                  transfer that factor divides) + collective overhead, except on a plateau
-//                  row (scenario.h), which has none.
+//   EP             sim/comm/ep_dispatch.h: max(NVLink stage / nvlink, IB stage / infiniband
+//                  (several nodes, normal mode), SM copy / sm_copy (an SM budget stated))
+//                  + the stages' latencies + collective launch + collective overhead; one node:
+//                  no IB stage; low-latency mode: the flat traffic's stage at its busiest
+//                  link's class
+//   collective     the collective time's transfer split by the link class of each phase
+//                  (found by halving one class's factor at a time: the time grows by exactly
+//                  the transfer that class's links carry) + collective overhead, except on a
+//                  plateau row (scenario.h), which has none.
+// Communication is fitted by link class (nvlink, infiniband, ici, dcn: issue 14), not by
+// algorithm: the algorithm factors stay at 1 in the models (proto/hardware.proto says why).
 #ifndef PERFSIM_SIM_ACCURACY_ROW_MODEL_H_
 #define PERFSIM_SIM_ACCURACY_ROW_MODEL_H_
 
@@ -73,18 +76,24 @@ enum class FactorKind {
   kBidirectionalRing,  // efficiency.collective_bidirectional_ring_fraction_of_peak
   kDirect,             // efficiency.collective_direct_fraction_of_peak
   kHierarchical,       // efficiency.collective_hierarchical_fraction_of_peak
+  kNvlink,             // efficiency.nvlink_fraction_of_peak (link class, issue 14)
+  kInfiniband,         // efficiency.infiniband_fraction_of_peak
+  kIci,                // efficiency.ici_fraction_of_peak
+  kDcn,                // efficiency.dcn_fraction_of_peak
+  kSmCopy,             // efficiency.sm_copy_fraction_of_peak (an EP kernel's SMs copying)
   kGemmOverhead,       // efficiency.grouped_matmul_overhead_seconds_per_group
   kCommOverhead,       // efficiency.collective_overhead_seconds (collective, dispatch, combine)
   kApiOverhead,        // no field: the host-API cost per call of API-timed rows (file comment)
 };
-inline constexpr int kNumFactorKinds = 9;
+inline constexpr int kNumFactorKinds = 14;
 
 // The EfficiencySpec field: "matmul_fraction_of_peak", "hbm_fraction_of_peak", ...,
 // "grouped_matmul_overhead_seconds_per_group", "collective_overhead_seconds"; for kApiOverhead,
 // which is no field, "api_overhead_seconds".
 absl::string_view FactorFieldName(FactorKind kind);
 // Short name for tables: "matmul", "hbm", "ring", "bidir_ring", "direct", "hierarchical",
-// "gmm_overhead", "comm_overhead", "api_overhead".
+// "nvlink", "infiniband", "ici", "dcn", "sm_copy", "gmm_overhead", "comm_overhead",
+// "api_overhead".
 absl::string_view FactorShortName(FactorKind kind);
 // A fraction of peak (true) or seconds (false: the overheads).
 bool IsFraction(FactorKind kind);
@@ -94,7 +103,7 @@ bool IsChipProperty(FactorKind kind);
 
 // One chip's factors. Default: datasheet physics (fractions 1, overheads 0).
 struct ChipFactors {
-  std::array<double, kNumFactorKinds> values = {1, 1, 1, 1, 1, 1, 0, 0, 0};
+  std::array<double, kNumFactorKinds> values = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
   double Get(FactorKind kind) const { return values[static_cast<int>(kind)]; }
   void Set(FactorKind kind, double value) { values[static_cast<int>(kind)] = value; }
 };

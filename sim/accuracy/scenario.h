@@ -37,7 +37,9 @@
 //       the bytes of the tokens a rank receives, its own included; the RDMA / IB metric
 //       (several nodes) the bytes of the (token, node) pairs a rank sends, its own node
 //       included. HybridEP's "algorithm bandwidth" is read as the RDMA metric (an assumption:
-//       its README does not define it). Or a time.
+//       its README does not define it). Or a time. The kernel's mode (low-latency: flat
+//       traffic, no forwarding) and SM budget ("12 SMs": an SM copy limit) come from
+//       backend_kernel (ep_fields.h); sim/comm/ep_dispatch.h times the exchange.
 //   collective  NCCL / XLA collectives. op_shape "AllGather over Y (size 4) of bf16[2048, 8192]"
 //       on a TPU slice "8x4": the group is the devices along that axis, bytes the array's
 //       (sim/comm/collectives.h). Without an op_shape the collective is named in metric, derived
@@ -67,6 +69,7 @@
 
 #include "absl/status/statusor.h"
 #include "sim/accuracy/measurement.h"
+#include "sim/comm/ep_dispatch.h"
 #include "sim/cost/grouped_matmul.h"
 #include "sim/ir/primitive_type.h"
 
@@ -100,6 +103,10 @@ struct EpCommScenario {
   PrimitiveType dtype = PrimitiveType::kBF16;
   double bytes_per_token = 0;
   LinkClass bottleneck = LinkClass::kNvlink;  // the link a bandwidth metric names
+  // From backend_kernel (sim/accuracy/ep_fields.h): the kernel's mode and SM budget (0: not
+  // stated), which sim/comm/ep_dispatch.h times.
+  EpKernelMode mode = EpKernelMode::kNormal;
+  int64_t sms = 0;
 };
 
 enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kAllToAll };

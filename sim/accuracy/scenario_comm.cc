@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sim/accuracy/ep_fields.h"
 #include "sim/accuracy/scenario_internal.h"
 #include "sim/accuracy/text_fields.h"
 #include "sim/comm/topology.h"
@@ -171,6 +172,9 @@ absl::StatusOr<MappedRow> MapEpCommRow(const Measurement& row, const Chip& chip,
                            : static_cast<double>(ByteWidth(ep.dtype) * ep.hidden);
 
   const std::string& backend = row.Field("backend_kernel").text;
+  const EpKernelText kernel = ParseEpKernelText(backend);
+  ep.mode = kernel.mode;
+  ep.sms = kernel.sms;
   if (ContainsNoCase(backend, "node-limited") || ContainsNoCase(backend, "node limited")) {
     ep.node_limit = IntegerBefore(backend, "group").value_or(0);
   }
@@ -196,6 +200,8 @@ absl::StatusOr<MappedRow> MapEpCommRow(const Measurement& row, const Chip& chip,
       ep.bytes_per_token, " B (", PrimitiveTypeName(ep.dtype), "), top-", ep.top_k, " of ",
       ep.experts, " experts",
       ep.node_limit > 0 ? absl::StrCat(", at most ", ep.node_limit, " nodes per token") : "",
+      ", ", EpKernelModeName(ep.mode), " mode",
+      ep.sms > 0 ? absl::StrCat(", ", ep.sms, " SMs") : std::string(),
       scenario.metric == ScenarioMetric::kTime ? ""
       : ep.bottleneck == LinkClass::kNvlink    ? "; NVLink received bytes/s"
                                                : "; RDMA (token, node) bytes/s");

@@ -55,6 +55,7 @@ absl::StatusOr<std::vector<TopologyDimension>> TorusDimensions(const Chip& chip,
     TopologyDimension dim;
     dim.name = spec.name();
     dim.kind = LinkKind::kTorus;
+    dim.fabric = LinkFabric::kIci;
     dim.size = size;
     if (spec.kind() == DIMENSION_KIND_RING) {
       dim.wraparound = size > 2;
@@ -128,6 +129,7 @@ absl::StatusOr<std::vector<TopologyDimension>> SwitchDimensions(const Chip& chip
     TopologyDimension ib;
     ib.name = "ib";
     ib.kind = LinkKind::kScaleOut;
+    ib.fabric = LinkFabric::kInfiniband;
     ib.size = domains;
     ib.bytes_per_second_per_direction = net.scale_out_bytes_per_second_per_chip();
     ib.hop_latency_seconds = net.scale_out_round_trip_seconds();
@@ -141,6 +143,7 @@ absl::StatusOr<std::vector<TopologyDimension>> SwitchDimensions(const Chip& chip
   TopologyDimension nv;
   nv.name = nvlink->name();
   nv.kind = LinkKind::kSwitch;
+  nv.fabric = LinkFabric::kNvlink;
   nv.size = per_domain;
   nv.bytes_per_second_per_direction =
       nvlink->link_bytes_per_second_per_direction() * static_cast<double>(nvlink->links_per_chip());
@@ -163,6 +166,42 @@ absl::string_view LinkKindName(LinkKind kind) {
       return "on_chip";
   }
   return "?";
+}
+
+absl::string_view LinkFabricName(LinkFabric fabric) {
+  switch (fabric) {
+    case LinkFabric::kIci:
+      return "ici";
+    case LinkFabric::kNvlink:
+      return "nvlink";
+    case LinkFabric::kInfiniband:
+      return "infiniband";
+    case LinkFabric::kDcn:
+      return "dcn";
+    case LinkFabric::kOnChip:
+      return "on_chip";
+  }
+  return "?";
+}
+
+double LinkFabricFraction(const EfficiencySpec& efficiency, LinkFabric fabric) {
+  // An unset field reads 0 in a proto that did not go through Chip::FromProto: treat it as 1.
+  auto or_one = [](bool has, double v) { return has ? v : 1.0; };
+  switch (fabric) {
+    case LinkFabric::kIci:
+      return or_one(efficiency.has_ici_fraction_of_peak(), efficiency.ici_fraction_of_peak());
+    case LinkFabric::kNvlink:
+      return or_one(efficiency.has_nvlink_fraction_of_peak(),
+                    efficiency.nvlink_fraction_of_peak());
+    case LinkFabric::kInfiniband:
+      return or_one(efficiency.has_infiniband_fraction_of_peak(),
+                    efficiency.infiniband_fraction_of_peak());
+    case LinkFabric::kDcn:
+      return or_one(efficiency.has_dcn_fraction_of_peak(), efficiency.dcn_fraction_of_peak());
+    case LinkFabric::kOnChip:
+      return 1.0;
+  }
+  return 1.0;
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseSliceShape(absl::string_view text) {
@@ -199,6 +238,7 @@ absl::StatusOr<Topology> Topology::Create(const Chip& chip, absl::string_view sl
     TopologyDimension core;
     core.name = "core";
     core.kind = LinkKind::kOnChip;
+    core.fabric = LinkFabric::kOnChip;
     core.size = t.devices_per_chip_;
     // Not sourced: a copy between the devices of a chip reads and writes that device's share
     // of HBM (topology.h).
@@ -206,6 +246,13 @@ absl::StatusOr<Topology> Topology::Create(const Chip& chip, absl::string_view sl
         chip.hbm_bytes_per_second() / static_cast<double>(t.devices_per_chip_) / 2.0;
     core.hop_latency_seconds = 0;
     t.dimensions_.push_back(std::move(core));
+  }
+
+  // Each link at its class's efficiency (proto/hardware.proto, issue 14).
+  for (TopologyDimension& d : t.dimensions_) {
+    d.peak_bytes_per_second_per_direction = d.bytes_per_second_per_direction;
+    d.fraction_of_peak = LinkFabricFraction(chip.proto().efficiency(), d.fabric);
+    d.bytes_per_second_per_direction = d.peak_bytes_per_second_per_direction * d.fraction_of_peak;
   }
 
   int64_t devices = 1;
@@ -236,8 +283,11 @@ absl::StatusOr<Topology> Topology::Create(const Chip& chip, absl::string_view sl
     if (d.kind != LinkKind::kOnChip) shown.push_back(d.size);
   }
   t.slice_shape_ = JoinSizes(shown);
-  t.collective_fixed_seconds_ = chip.proto().compute().kernel_overhead_seconds() +
-                                chip.proto().efficiency().collective_overhead_seconds();
+  const ComputeSpec& compute = chip.proto().compute();
+  t.collective_fixed_seconds_ =
+      (compute.collective_launch_seconds() > 0 ? compute.collective_launch_seconds()
+                                               : compute.kernel_overhead_seconds()) +
+      chip.proto().efficiency().collective_overhead_seconds();
   t.efficiency_ = chip.proto().efficiency();
   return t;
 }
@@ -265,7 +315,8 @@ std::string Topology::ToString() const {
   for (const TopologyDimension& d : dimensions_) {
     std::string part = absl::StrCat(d.name, " ", LinkKindName(d.kind), " ", d.size);
     if (d.kind == LinkKind::kTorus) absl::StrAppend(&part, d.wraparound ? " (wrap)" : " (open)");
-    absl::StrAppend(&part, " ", d.bytes_per_second_per_direction / 1e9, " GB/s/dir");
+    absl::StrAppend(&part, " ", d.peak_bytes_per_second_per_direction / 1e9, " GB/s/dir");
+    if (d.fraction_of_peak != 1) absl::StrAppend(&part, " x ", d.fraction_of_peak);
     parts.push_back(std::move(part));
   }
   return absl::StrCat(chip_name_, " ", slice_shape_, ": ", absl::StrJoin(parts, ", "));

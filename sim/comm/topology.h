@@ -18,7 +18,8 @@
 //   id = ((c0 * size1 + c1) * size2 + c2) ...      e.g. 4x8x8 (x2 cores): id = ((x*8+y)*8+z)*2+core
 // so the devices of one chip, and then the chips of one NVLink domain, have consecutive ids.
 //
-// Link model (what collectives and the traffic router divide by):
+// Link model (what collectives and the traffic router divide by; every rate below is the
+// datasheet's times its link class's efficiency fraction, e.g. efficiency.nvlink_fraction_of_peak):
 //   TORUS   each chip has links_per_chip / 2 links to each neighbour, each carrying
 //           link_bytes_per_second_per_direction each way; a hop costs latency_seconds.
 //   SWITCH  (NVLink) each chip has one port into the switch of links_per_chip x link bandwidth
@@ -54,14 +55,29 @@ enum class LinkKind { kTorus, kSwitch, kScaleOut, kOnChip };
 // "torus", "switch", "scale_out", "on_chip".
 absl::string_view LinkKindName(LinkKind kind);
 
+// The technology of a dimension's links, which decides its efficiency factor
+// (proto/hardware.proto EfficiencySpec, issue 14): TPU torus / ring axes are ICI, a GPU's switch
+// dimension NVLink, its scale-out dimension InfiniBand; on-chip copies have no link factor.
+enum class LinkFabric { kIci, kNvlink, kInfiniband, kDcn, kOnChip };
+
+// "ici", "nvlink", "infiniband", "dcn", "on_chip".
+absl::string_view LinkFabricName(LinkFabric fabric);
+// The EfficiencySpec fraction of `fabric` (1 for kOnChip).
+double LinkFabricFraction(const EfficiencySpec& efficiency, LinkFabric fabric);
+
 struct TopologyDimension {
   std::string name;  // "x", "y", "z", "nvlink", "ib", "core"
   LinkKind kind = LinkKind::kTorus;
   int64_t size = 1;         // positions along this dimension
   bool wraparound = false;  // kTorus: the two ends are linked (a ring)
+  LinkFabric fabric = LinkFabric::kIci;
   // kTorus: bytes/s from a chip to ONE neighbour in one direction (all parallel links together).
-  // Others: bytes/s of one device's port into the switch, one direction.
+  // Others: bytes/s of one device's port into the switch, one direction. What the collectives
+  // and the traffic router divide by: the datasheet rate times the fabric's efficiency fraction,
+  // peak_bytes_per_second_per_direction * fraction_of_peak.
   double bytes_per_second_per_direction = 0;
+  double peak_bytes_per_second_per_direction = 0;  // the datasheet's
+  double fraction_of_peak = 1;                     // LinkFabricFraction of the chip
   double hop_latency_seconds = 0;
   // Device-id step between neighbouring positions (row-major; see the file comment).
   int64_t device_stride = 1;
@@ -113,10 +129,12 @@ class Topology {
 
   // The slice as written back: "4x8x8", "2x8" (GPU: domains x GPUs per domain), "8".
   const std::string& slice_shape() const { return slice_shape_; }
-  // Every dimension with its kind, size, wraparound and bandwidth (example above).
+  // Every dimension with its kind, size, wraparound and datasheet bandwidth (example above),
+  // followed by " x 0.65" when its link class's efficiency fraction is not 1.
   std::string ToString() const;
 
-  // Fixed cost of one collective: the chip's kernel_overhead_seconds (its launch) plus
+  // Fixed cost of one collective: the chip's collective_launch_seconds (its launch; the
+  // kernel_overhead_seconds of any kernel when that is 0, not sourced) plus
   // efficiency.collective_overhead_seconds (calibrated, issue 7).
   double collective_fixed_seconds() const { return collective_fixed_seconds_; }
   // The chip's efficiency factors (unset ones are 1, see sim/hw/chip.h).

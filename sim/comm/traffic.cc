@@ -55,6 +55,10 @@ class LinkLoads {
     return topology_.dimension(dimension).bytes_per_second_per_direction * efficiency;
   }
 
+  LinkFabric Fabric(int64_t slot) const {
+    return topology_.dimension((slot / 2) % topology_.rank()).fabric;
+  }
+
   // "x+ from (1,0,2)", "nvlink out of device 3", "ib in to device 8".
   std::string Describe(int64_t slot) const {
     const int direction = static_cast<int>(slot % 2);
@@ -410,6 +414,7 @@ void Finish(const Topology& topology, const LinkLoads& loads, TrafficTime& resul
   if (busiest >= 0) {
     result.busiest_link_bytes = loads.bytes(busiest);
     result.busiest_link = loads.Describe(busiest);
+    result.busiest_link_fabric = loads.Fabric(busiest);
     result.transfer_seconds = result.busiest_link_bytes / loads.Bandwidth(busiest, efficiency);
     result.fixed_seconds = topology.collective_fixed_seconds();
   }

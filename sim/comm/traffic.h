@@ -15,7 +15,10 @@
 // the destination domain. Flows of a device to itself are local copies and load no link.
 //
 // Time. Each link's (or port's) bytes over its bandwidth times the direct efficiency factor;
-// the busiest one decides the transfer time. Every device's send and receive bytes are reported
+// the busiest one decides the transfer time. A link's bandwidth is the datasheet's times its
+// class's efficiency fraction (topology.h: an IB port at infiniband_fraction_of_peak, an NVLink
+// port at nvlink_fraction_of_peak), so the link that bounds the exchange is found, and timed,
+// at its own class's efficiency; busiest_link_fabric names that class. Every device's send and receive bytes are reported
 // too: one routing matrix gives every device its sends and receives, and the slowest device
 // decides the step. Latency is the longest route's sum of hop latencies (flows are pipelined,
 // not stepped). seconds = fixed cost + transfer + latency.
@@ -60,6 +63,7 @@ struct TrafficTime {
   int64_t max_hops = 0;         // hops of the longest route carrying bytes
   double busiest_link_bytes = 0;
   std::string busiest_link;            // e.g. "x+ from (1,0,2)", "nvlink out of 3", "ib in to 8"
+  LinkFabric busiest_link_fabric = LinkFabric::kIci;  // its class (meaningless when none)
   std::vector<DeviceTraffic> devices;  // in the order of the matrix's devices
   int64_t slowest_device = -1;         // most bytes sent or received (-1 when nothing moves)
 };

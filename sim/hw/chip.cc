@@ -32,6 +32,13 @@ void ApplyDefaults(HardwareSpec& spec) {
   if (!efficiency.has_collective_hierarchical_fraction_of_peak()) {
     efficiency.set_collective_hierarchical_fraction_of_peak(1.0);
   }
+  if (!efficiency.has_nvlink_fraction_of_peak()) efficiency.set_nvlink_fraction_of_peak(1.0);
+  if (!efficiency.has_infiniband_fraction_of_peak()) {
+    efficiency.set_infiniband_fraction_of_peak(1.0);
+  }
+  if (!efficiency.has_ici_fraction_of_peak()) efficiency.set_ici_fraction_of_peak(1.0);
+  if (!efficiency.has_dcn_fraction_of_peak()) efficiency.set_dcn_fraction_of_peak(1.0);
+  if (!efficiency.has_sm_copy_fraction_of_peak()) efficiency.set_sm_copy_fraction_of_peak(1.0);
   if (!efficiency.has_grouped_matmul_overhead_seconds_per_group()) {
     efficiency.set_grouped_matmul_overhead_seconds_per_group(0.0);
   }

@@ -111,6 +111,11 @@ void CheckCompute(const HardwareSpec& spec, HardwareChecker& check) {
   check.PlausibleOrUnset("compute.transcendentals_per_second", c.transcendentals_per_second(), kFlopsPerSecond);
   check.NonNegative("compute.sparsecores_per_chip", c.sparsecores_per_chip());
   check.OverheadSeconds("compute.kernel_overhead_seconds", c.kernel_overhead_seconds());
+  check.OverheadSeconds("compute.collective_launch_seconds", c.collective_launch_seconds());
+  if (c.sm_copy_bytes_per_second_per_sm() != 0) {
+    check.PlausibleOrUnset("compute.sm_copy_bytes_per_second_per_sm",
+                           c.sm_copy_bytes_per_second_per_sm(), kBytesPerSecond);
+  }
   check.OverheadSeconds("compute.grid_step_overhead_seconds", c.grid_step_overhead_seconds());
   check.Plausible("compute.devices_per_chip", c.devices_per_chip(), kCount);
 
@@ -278,6 +283,21 @@ void CheckEfficiency(const HardwareSpec& spec, HardwareChecker& check) {
   if (e.has_collective_hierarchical_fraction_of_peak()) {
     check.Fraction("efficiency.collective_hierarchical_fraction_of_peak",
                    e.collective_hierarchical_fraction_of_peak());
+  }
+  if (e.has_nvlink_fraction_of_peak()) {
+    check.Fraction("efficiency.nvlink_fraction_of_peak", e.nvlink_fraction_of_peak());
+  }
+  if (e.has_infiniband_fraction_of_peak()) {
+    check.Fraction("efficiency.infiniband_fraction_of_peak", e.infiniband_fraction_of_peak());
+  }
+  if (e.has_ici_fraction_of_peak()) {
+    check.Fraction("efficiency.ici_fraction_of_peak", e.ici_fraction_of_peak());
+  }
+  if (e.has_dcn_fraction_of_peak()) {
+    check.Fraction("efficiency.dcn_fraction_of_peak", e.dcn_fraction_of_peak());
+  }
+  if (e.has_sm_copy_fraction_of_peak()) {
+    check.Fraction("efficiency.sm_copy_fraction_of_peak", e.sm_copy_fraction_of_peak());
   }
   if (e.has_grouped_matmul_overhead_seconds_per_group()) {
     check.OverheadSeconds("efficiency.grouped_matmul_overhead_seconds_per_group",

@@ -223,6 +223,34 @@ TEST(Calibration, ChipsAreFittedIndependentlyAndDeterministically) {
   EXPECT_EQ(FitCalibration(only_a).For("a").Get(FactorKind::kMatmul), alone);
 }
 
+TEST(Calibration, EachLinkClassIsFittedOnlyOnTheRowsItBounds) {
+  // Two pipelined exchanges (max of stages). A: NVLink 10 us, IB 20 us, measured 25 us: IB
+  // bounds it. B: NVLink 30 us, IB 5 us, measured 40 us: NVLink bounds it. Each class is
+  // fitted on its own row only: x = ln f minimises (x - ln(20/25))^2 + 0.01 x^2 for IB, so
+  // f = 0.8^(1/1.01); NVLink likewise 0.75^(1/1.01). Neither moves the other row's bound
+  // (A's NVLink 10 / 0.75 = 13 us < 25; B's IB 5 / 0.8 = 6 us < 40), so the two are independent.
+  RowModel a;
+  a.chip = "c";
+  a.terms = {{FactorKind::kNvlink, 10e-6}, {FactorKind::kInfiniband, 20e-6}};
+  a.unit = MeasurementUnit::kSeconds;
+  RowModel b = a;
+  b.terms = {{FactorKind::kNvlink, 30e-6}, {FactorKind::kInfiniband, 5e-6}};
+  const std::vector<CalibrationRow> rows = {{"A", &a, 25e-6}, {"B", &b, 40e-6}};
+  const ChipCalibration c = FitCalibration(rows).chips.at("c");
+  EXPECT_THAT(c.fitted_on.at(FactorKind::kInfiniband), ::testing::ElementsAre("A"));
+  EXPECT_THAT(c.fitted_on.at(FactorKind::kNvlink), ::testing::ElementsAre("B"));
+  EXPECT_NEAR(c.factors.Get(FactorKind::kInfiniband), std::exp(std::log(0.8) / 1.01), 1e-9);
+  EXPECT_NEAR(c.factors.Get(FactorKind::kNvlink), std::exp(std::log(0.75) / 1.01), 1e-9);
+  // The per-algorithm fractions are not fitted and are written as 1, whatever the file held:
+  // the link classes were fitted with them at 1.
+  EfficiencySpec previous;
+  previous.set_collective_direct_fraction_of_peak(0.65);
+  const std::string block = EfficiencyBlock(c, previous, "cal.csv");
+  EXPECT_THAT(block, HasSubstr("collective_direct_fraction_of_peak: 1  # held at 1"));
+  EXPECT_THAT(block, HasSubstr("infiniband_fraction_of_peak: 0.8018  # fitted on A\n"));
+  EXPECT_THAT(block, HasSubstr("nvlink_fraction_of_peak: 0.7521  # fitted on B\n"));
+}
+
 TEST(Calibration, EfficiencyBlockReplacesTheFilesBlockAndStaysValid) {
   const std::string path = absl::StrCat(PERFSIM_SOURCE_DIR, "/hardware/gpu_h800.textproto");
   const std::string text = ReadFileOrDie(path);
@@ -239,7 +267,8 @@ TEST(Calibration, EfficiencyBlockReplacesTheFilesBlockAndStaysValid) {
   previous.set_collective_overhead_seconds(3e-6);
   const std::string block = EfficiencyBlock(fitted, previous, "cal.csv");
   EXPECT_THAT(block, HasSubstr("matmul_fraction_of_peak: 0.6123  # fitted on M001 M002"));
-  EXPECT_THAT(block, HasSubstr("collective_direct_fraction_of_peak: 1  # no row informs it"));
+  EXPECT_THAT(block, HasSubstr("collective_direct_fraction_of_peak: 1  # held at 1: "
+                               "communication is fitted per link class"));
   EXPECT_THAT(block, HasSubstr("grouped_matmul_overhead_seconds_per_group: 1.2e-05  # 12 us; "
                                "fitted on M001\n"));
   EXPECT_THAT(block, HasSubstr("collective_overhead_seconds: 3e-06  # 3 us; no row informs it"));

@@ -35,6 +35,8 @@ inline Topology MustTopology(const Chip& chip, const std::string& shape,
 inline void ResetEfficiency(HardwareSpec& spec, double fixed_seconds) {
   spec.clear_efficiency();
   spec.mutable_compute()->set_kernel_overhead_seconds(fixed_seconds);
+  // A collective pays kernel_overhead_seconds too (no separate launch figure).
+  spec.mutable_compute()->set_collective_launch_seconds(0);
 }
 
 // A TPU-like chip: `names` torus axes, 2 links per chip per axis (one per neighbour) of

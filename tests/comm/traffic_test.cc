@@ -358,5 +358,57 @@ TEST(Traffic, UniformSourcesMatchTheFullMatrix) {
                        HasSubstr("expected finite non-negative bytes; got -2 from 1")));
 }
 
+
+// Link classes (issue 14): each link is timed at its own class's efficiency fraction, so the
+// link that bounds the exchange is found with the fractions applied.
+Chip SwitchChipWithClasses(double nvlink, double infiniband) {
+  HardwareSpec spec = SwitchChip().proto();
+  spec.mutable_efficiency()->set_nvlink_fraction_of_peak(nvlink);
+  spec.mutable_efficiency()->set_infiniband_fraction_of_peak(infiniband);
+  absl::StatusOr<Chip> chip = Chip::FromProto(spec);
+  PERFSIM_CHECK(chip.ok()) << chip.status();
+  return *std::move(chip);
+}
+
+TEST(Traffic, EachLinkIsTimedAtItsOwnClassFraction) {
+  // SwitchPortsAndInfinibandNics' traffic: GPU 0 sends 1e6 to each of GPUs 1..7 (NVLink,
+  // 7e6 on its port of 4e11) and 1e6 to GPU 8 (IB, its NIC of 5e10); IB latency 10 us.
+  std::vector<int64_t> devices;
+  for (int64_t d = 0; d < 16; ++d) devices.push_back(d);
+  TrafficMatrix m = TrafficMatrix::Zero(devices);
+  for (int64_t j = 1; j <= 8; ++j) m.set(0, j, 1e6);
+  // NVLink at 0.5: 7e6 / 2e11 = 35 us; IB at 0.8: 1e6 / 4e10 = 25 us. NVLink bounds: 45 us.
+  const Topology a = MustTopology(SwitchChipWithClasses(0.5, 0.8), "16");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(TrafficTime r, RouteTraffic(m, a));
+  EXPECT_EQ(r.busiest_link, "nvlink out of device 0");
+  EXPECT_EQ(r.busiest_link_fabric, LinkFabric::kNvlink);
+  EXPECT_SECONDS(r.seconds, 35e-6 + 10e-6);
+  // NVLink at 1: 17.5 us; IB at 0.4: 1e6 / 2e10 = 50 us. IB bounds: 60 us.
+  const Topology b = MustTopology(SwitchChipWithClasses(1.0, 0.4), "16");
+  PERFSIM_ASSERT_OK_AND_ASSIGN(TrafficTime q, RouteTraffic(m, b));
+  EXPECT_EQ(q.busiest_link, "ib out of device 0");
+  EXPECT_EQ(q.busiest_link_fabric, LinkFabric::kInfiniband);
+  EXPECT_SECONDS(q.seconds, 50e-6 + 10e-6);
+}
+
+TEST(Traffic, TopologyDerivesEveryDimensionByItsClass) {
+  const Topology t = MustTopology(SwitchChipWithClasses(0.5, 0.8), "16");
+  ASSERT_EQ(t.rank(), 2);
+  EXPECT_EQ(t.dimension(0).fabric, LinkFabric::kInfiniband);
+  EXPECT_DOUBLE_EQ(t.dimension(0).peak_bytes_per_second_per_direction, 5e10);
+  EXPECT_DOUBLE_EQ(t.dimension(0).bytes_per_second_per_direction, 4e10);
+  EXPECT_EQ(t.dimension(1).fabric, LinkFabric::kNvlink);
+  EXPECT_DOUBLE_EQ(t.dimension(1).bytes_per_second_per_direction, 2e11);
+  EXPECT_THAT(t.ToString(), HasSubstr("ib scale_out 2 50 GB/s/dir x 0.8"));
+  // A TPU torus axis is ICI.
+  HardwareSpec spec = TorusChip({"x"}, 4).proto();
+  spec.mutable_efficiency()->set_ici_fraction_of_peak(0.25);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip torus, Chip::FromProto(spec));
+  const Topology u = MustTopology(torus, "4");
+  EXPECT_EQ(u.dimension(0).fabric, LinkFabric::kIci);
+  // 2 links per chip: one of 1e11 to each neighbour, at 0.25.
+  EXPECT_DOUBLE_EQ(u.dimension(0).bytes_per_second_per_direction, 2.5e10);
+}
+
 }  // namespace
 }  // namespace perfsim

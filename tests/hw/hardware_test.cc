@@ -344,12 +344,37 @@ TEST(HardwareValidation, UnsetOptionalFactorsDefaultToOne) {
   EXPECT_EQ(chip.proto().efficiency().matmul_fraction_of_peak(), 1.0);
   EXPECT_EQ(chip.proto().efficiency().collective_hierarchical_fraction_of_peak(), 1.0);
   EXPECT_EQ(chip.proto().efficiency().hbm_fraction_of_peak(), 1.0);
+  // The link classes and the SM copy rate too (issue 14).
+  EXPECT_EQ(chip.proto().efficiency().nvlink_fraction_of_peak(), 1.0);
+  EXPECT_EQ(chip.proto().efficiency().infiniband_fraction_of_peak(), 1.0);
+  EXPECT_EQ(chip.proto().efficiency().ici_fraction_of_peak(), 1.0);
+  EXPECT_EQ(chip.proto().efficiency().dcn_fraction_of_peak(), 1.0);
+  EXPECT_EQ(chip.proto().efficiency().sm_copy_fraction_of_peak(), 1.0);
   // Unset overheads are none.
   EXPECT_EQ(chip.proto().efficiency().grouped_matmul_overhead_seconds_per_group(), 0.0);
   EXPECT_EQ(chip.proto().efficiency().collective_overhead_seconds(), 0.0);
   EXPECT_THAT(chip.proto().efficiency().fitted_on(), HasSubstr("not calibrated"));
   EXPECT_EQ(chip.proto().compute().matrix_unit().small_rows_fraction_of_peak(), 1.0);
   EXPECT_EQ(chip.proto().compute().devices_per_chip(), 1);
+}
+
+TEST(HardwareValidation, LinkClassFractionsAreFractions) {
+  HardwareSpec spec = MustLoad("gpu_h100").proto();
+  spec.mutable_efficiency()->set_infiniband_fraction_of_peak(1.5);
+  spec.mutable_efficiency()->set_nvlink_fraction_of_peak(0);
+  spec.mutable_compute()->set_collective_launch_seconds(-1e-6);
+  const absl::Status status = Chip::FromProto(spec).status();
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("efficiency.infiniband_fraction_of_peak")));
+  EXPECT_THAT(status.message(), HasSubstr("efficiency.nvlink_fraction_of_peak"));
+  EXPECT_THAT(status.message(), HasSubstr("compute.collective_launch_seconds"));
+}
+
+TEST(HardwareRegistry, GpusHaveSourcedCollectiveLaunchAndSmCopyRates) {
+  // XLA's kNcclKernelLaunchOverhead (5 us) and 32 B/clock/SM at 1.98 GHz (H100).
+  const Chip h100 = MustLoad("gpu_h100");
+  EXPECT_EQ(h100.proto().compute().collective_launch_seconds(), 5e-6);
+  EXPECT_DOUBLE_EQ(h100.proto().compute().sm_copy_bytes_per_second_per_sm(), 32 * 1.98e9);
 }
 
 TEST(HardwareRegistry, UnknownNameIsNotFoundListingTheKnownNames) {
