@@ -89,7 +89,8 @@ TEST(RowModel, ApiTimedRowsPayTheApiOverheadInsteadOfInformingTheChipOverhead) {
   // informs the API term, not the chip's collective overhead, which it still pays.
   EXPECT_TRUE(ModelInforms(api, FactorKind::kApiOverhead));
   EXPECT_FALSE(ModelInforms(api, FactorKind::kCommOverhead));
-  EXPECT_TRUE(ModelInforms(api, FactorKind::kHierarchical));
+  // 2 nodes with 8 SMs: the SMs' copy bounds it (sim/comm/ep_dispatch.h), not a link.
+  EXPECT_TRUE(ModelInforms(api, FactorKind::kSmCopy));
   EXPECT_FALSE(ModelInforms(device, FactorKind::kApiOverhead));
   EXPECT_TRUE(ModelInforms(device, FactorKind::kCommOverhead));
   ChipFactors chip_overhead;
@@ -108,7 +109,7 @@ TEST(RowModel, TpuAllGatherPhysicsIsTheOpenLineRing) {
   EXPECT_REL(ModelSeconds(m, ChipFactors()), transfer + 3e-6, 1e-9);
   EXPECT_REL(ModelValue(m, ChipFactors()), (transfer + 3e-6) * 1e6, 1e-9);
   ASSERT_EQ(m.terms.size(), 1u);
-  EXPECT_EQ(m.terms[0].factor, FactorKind::kRing);
+  EXPECT_EQ(m.terms[0].factor, FactorKind::kIci);  // the link class (issue 14)
   EXPECT_REL(m.terms[0].seconds, transfer, 1e-9);
   EXPECT_REL(m.fixed_seconds, 3e-6, 1e-9);
 }
@@ -116,12 +117,13 @@ TEST(RowModel, TpuAllGatherPhysicsIsTheOpenLineRing) {
 TEST(RowModel, DeepEpOneNodeIsTheExpectedNvlinkExchange) {
   // M015: 8 H800s, 4096 tokens of 7392 B, top-8 of 256 experts (32 per rank). A token reaches
   // a given rank with P = 1 - C(224, 8) / C(256, 8). Each rank's NVLink port (8 x 25e9 B/s)
-  // receives from 7 peers 4096 * P * 7392 bytes each; time = 1 us launch + 1.5 us hop +
-  // transfer. DeepEP's metric counts the 8 sources, the rank itself included.
+  // receives from 7 peers 4096 * P * 7392 bytes each; time = 5 us collective launch (XLA's
+  // NCCL launch) + 1.5 us hop + transfer. DeepEP's metric counts the 8 sources, the rank
+  // itself included. No SM budget is stated: no SM term.
   const RowModel m = MustModel("M015");
   const double p = Hit(256, 32, 8);
   const double per_peer = 4096 * p * 7392;
-  const double seconds = 1e-6 + 1.5e-6 + 7 * per_peer / 2e11;
+  const double seconds = 5e-6 + 1.5e-6 + 7 * per_peer / 2e11;
   EXPECT_REL(ModelSeconds(m, ChipFactors()), seconds, 1e-9);
   EXPECT_REL(ModelValue(m, ChipFactors()), 8 * per_peer / seconds / 1e9, 1e-9);
 }
@@ -134,21 +136,21 @@ TEST(RowModel, DeepEpTwoNodesTakesTheSlowerStage) {
   //       B/s NIC; a hop costs the 31 us round trip.
   //   NVLink: each forwarder sends 2 * 4096 * P_rank * 7392 B (tokens of both nodes) to each
   //       of 7 peers; its port takes 7 of those at 2e11 B/s; a hop costs 1.5 us.
-  // time = 1 us + max(IB, NVLink) + 31 us + 1.5 us; the metric counts (token, node) pairs,
+  // time = 5 us + max(IB, NVLink) + 31 us + 1.5 us; the metric counts (token, node) pairs,
   // the own node included: 2 * 4096 * P_node * 7392 B.
   const RowModel m = MustModel("M017");
   const double p_node = Hit(256, 128, 8);
   const double p_rank = Hit(256, 16, 8);
   const double ib = 4096 * p_node * 7392 / 5e10;
   const double nvl = 7 * 2 * 4096 * p_rank * 7392 / 2e11;
-  const double seconds = 1e-6 + std::max(ib, nvl) + 31e-6 + 1.5e-6;
+  const double seconds = 5e-6 + std::max(ib, nvl) + 31e-6 + 1.5e-6;
   EXPECT_REL(ModelSeconds(m, ChipFactors()), seconds, 1e-9);
   EXPECT_REL(ModelValue(m, ChipFactors()), 2 * 4096 * p_node * 7392 / seconds / 1e9, 1e-9);
-  // The stages scale with their own factors.
+  // The stages scale with their own link class's factor.
   ChipFactors f;
-  f.Set(FactorKind::kHierarchical, 0.5);
-  f.Set(FactorKind::kDirect, 0.8);
-  EXPECT_REL(ModelSeconds(m, f), 1e-6 + std::max(ib / 0.5, nvl / 0.8) + 32.5e-6, 1e-9);
+  f.Set(FactorKind::kInfiniband, 0.5);
+  f.Set(FactorKind::kNvlink, 0.8);
+  EXPECT_REL(ModelSeconds(m, f), 5e-6 + std::max(ib / 0.5, nvl / 0.8) + 32.5e-6, 1e-9);
 }
 
 TEST(RowModel, NodeLimitedRoutingNarrowsTheReach) {
@@ -167,10 +169,12 @@ TEST(RowModel, FactorsMatchAResimulationWithTheFactorsInTheChip) {
   ChipFactors f;
   f.Set(FactorKind::kMatmul, 0.6);
   f.Set(FactorKind::kHbm, 0.85);
-  f.Set(FactorKind::kRing, 0.8);
-  f.Set(FactorKind::kBidirectionalRing, 0.75);
-  f.Set(FactorKind::kDirect, 0.7);
-  f.Set(FactorKind::kHierarchical, 0.9);
+  // Communication by link class; the per-algorithm fractions stay at 1, as the row models
+  // hold them (proto/hardware.proto).
+  f.Set(FactorKind::kNvlink, 0.7);
+  f.Set(FactorKind::kInfiniband, 0.9);
+  f.Set(FactorKind::kIci, 0.8);
+  f.Set(FactorKind::kSmCopy, 0.75);
   f.Set(FactorKind::kGemmOverhead, 0.25e-6);
   f.Set(FactorKind::kCommOverhead, 7e-6);
   // Not a chip property and not paid by these device-timed rows: no effect on either side.
@@ -222,6 +226,10 @@ TEST(RowModel, DatasheetChipIgnoresTheShippedCalibration) {
     EXPECT_EQ(e.collective_bidirectional_ring_fraction_of_peak(), 1.0) << name;
     EXPECT_EQ(e.collective_direct_fraction_of_peak(), 1.0) << name;
     EXPECT_EQ(e.collective_hierarchical_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.nvlink_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.infiniband_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.ici_fraction_of_peak(), 1.0) << name;
+    EXPECT_EQ(e.sm_copy_fraction_of_peak(), 1.0) << name;
     EXPECT_EQ(e.grouped_matmul_overhead_seconds_per_group(), 0.0) << name;
     EXPECT_EQ(e.collective_overhead_seconds(), 0.0) << name;
   }
@@ -248,7 +256,7 @@ TEST(RowModel, HbmFactorAndOverheadApplyToGroupedMatmuls) {
   EXPECT_TRUE(ModelInforms(m, FactorKind::kGemmOverhead));
   EXPECT_FALSE(ModelInforms(m, FactorKind::kMatmul));
   EXPECT_FALSE(ModelInforms(m, FactorKind::kCommOverhead));
-  EXPECT_FALSE(ModelInforms(m, FactorKind::kDirect));
+  EXPECT_FALSE(ModelInforms(m, FactorKind::kNvlink));
 }
 
 TEST(RowModel, PlateauRowsNeitherPayNorInformTheOverhead) {
@@ -256,7 +264,7 @@ TEST(RowModel, PlateauRowsNeitherPayNorInformTheOverhead) {
   const RowModel m = MustModel("M178");
   EXPECT_EQ(m.invocations, 0);
   EXPECT_FALSE(ModelInforms(m, FactorKind::kCommOverhead));
-  EXPECT_TRUE(ModelInforms(m, FactorKind::kDirect));
+  EXPECT_TRUE(ModelInforms(m, FactorKind::kNvlink));
   ChipFactors f;
   f.Set(FactorKind::kCommOverhead, 1e-3);
   EXPECT_EQ(ModelSeconds(m, f), ModelSeconds(m, ChipFactors()));
