@@ -15,10 +15,21 @@
 //   file:PATH  a text file: E numbers (tokens per expert, summed over sources: every source
 //              gets the same shape), or S lines of E numbers (per source shard); scaled to each
 //              source's T·K assignments
-// Counts are integers by largest-remainder rounding (ties to the lower expert id) and capped at
-// T per expert and source (a token picks K distinct experts); capped excess goes to the other
-// experts in proportion (in equal parts when those all have weight 0, so that every source
-// routes T·K). A file line of zeros only is an error.
+// Counts are integers, capped at T per expert and source (a token picks K distinct experts);
+// capped excess goes to the other experts in proportion (in equal parts when those all have
+// weight 0, so that every source routes T·K). A file line of zeros only is an error.
+// Rounding is exact in expectation per source (issue 14): every source of a shared
+// distribution (uniform, zipf, hot, a one-line file) gets the floor of each expected count,
+// and the remaining assignments are dealt out source after source, each to the experts whose
+// count so far lags its expectation most. Ties go in bit-reversed expert order (0, E/2, E/4,
+// 3E/4, ...), so that one source's extra assignments spread over the expert shards as random
+// routing would, and the sources are dealt to in bit-reversed order (0, S/2, S/4, ...), so that
+// the experts one stretch of the deal skips are skipped by sources all over the mesh. Summed
+// over sources each expert stays close to its expectation (within one for uniform weights),
+// and no source routes to the same few experts just because T·K < E. Uniform, T·K = 64 over
+// E = 256 and 128 sources: source s sends one assignment to each expert equal to s / 32
+// (mod 4). Each row of a per-source file is rounded on its own by largest remainder (ties to
+// the lower expert id).
 #ifndef PERFSIM_SIM_MOE_ROUTING_H_
 #define PERFSIM_SIM_MOE_ROUTING_H_
 
@@ -34,8 +45,8 @@ namespace perfsim {
 struct RoutingSpec {
   enum class Kind { kUniform, kZipf, kHot, kFile };
   Kind kind = Kind::kUniform;
-  double parameter = 0;   // S for zipf, P for hot
-  std::string path;       // file
+  double parameter = 0;  // S for zipf, P for hot
+  std::string path;      // file
   // Per-source weights read from the file: one row (shared by all sources) or one per source.
   std::vector<std::vector<double>> file_weights;
 };
@@ -54,9 +65,9 @@ std::string RoutingSpecToString(const RoutingSpec& spec);
 absl::StatusOr<std::vector<std::vector<double>>> ParseRoutingFileText(absl::string_view text,
                                                                       absl::string_view filename);
 
-// Sources often share one row (every source of a uniform, zipf or hot routing, or of a
-// one-line file): the matrix keeps each distinct row once, so 16384 sources × 256 experts cost
-// one row, not 32 MB.
+// Sources often share rows (the sources of a uniform, zipf or hot routing, or of a one-line
+// file, take a few distinct rows in turn): the matrix keeps each distinct row once, so 16384
+// sources × 256 experts cost a few rows, not 32 MB.
 class RoutingMatrix {
  public:
   // `sources` sources, all on one row of zeros.
@@ -76,6 +87,9 @@ class RoutingMatrix {
   int64_t row_index(int64_t source) const { return row_of_[source]; }
   // `sources` sources, each on a row of zeros of its own.
   static RoutingMatrix RowPerSource(int64_t sources, int64_t experts);
+  // Source s on row row_of[s] of `rows` (distinct rows × experts, row-major).
+  static RoutingMatrix FromRows(std::vector<int64_t> row_of, std::vector<int64_t> rows,
+                                int64_t experts);
   // The row of `source` for writing (every source sharing it sees the change).
   int64_t* MutableRow(int64_t source) { return &counts_[row_of_[source] * experts_]; }
   // Σ over sources.
@@ -88,10 +102,12 @@ class RoutingMatrix {
 };
 
 // InvalidArgument when a file's row count is neither 1 nor `sources` or its width is not
-// `experts`, or when K > E.
+// `experts`, or when K > E. `sources_per_cycle` > 0 restarts the rounding every so many sources
+// (the token shards of one expert-parallel group: then every data-parallel replica routes
+// alike and each group is exact on its own); 0 runs it over all sources.
 absl::StatusOr<RoutingMatrix> BuildRoutingMatrix(const RoutingSpec& spec, int64_t sources,
                                                  int64_t tokens_per_source, int64_t k,
-                                                 int64_t experts);
+                                                 int64_t experts, int64_t sources_per_cycle = 0);
 
 }  // namespace perfsim
 

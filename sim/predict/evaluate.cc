@@ -314,7 +314,8 @@ absl::StatusOr<std::shared_ptr<const RoutedCosts>> CostRouting(const PreparedSte
   PERFSIM_ASSIGN_OR_RETURN(
       RoutingMatrix routing,
       BuildRoutingMatrix(routing_spec, spec.token_shards(), spec.tokens_per_device(),
-                         spec.model.experts_per_token(), spec.model.num_experts()));
+                         spec.model.experts_per_token(), spec.model.num_experts(),
+                         /*sources_per_cycle=*/par.ep));
   auto costs = std::make_shared<RoutedCosts>();
   costs->step_id = data.id;
   costs->routing = routing_spec;
