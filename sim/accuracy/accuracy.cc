@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "sim/accuracy/block_model.h"
 #include "sim/accuracy/scenario.h"
 #include "sim/util/status.h"
 
@@ -62,7 +63,8 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
                                            const AccuracyOptions& options) {
   AccuracyReport report;
   report.filename = file.filename;
-  std::vector<int64_t> model_of_row;  // index into report.models, -1 when skipped
+  std::vector<int64_t> model_of_row;  // index into report.models, -1 when skipped or a block
+  std::map<size_t, BlockScenario> block_of_row;  // by index into report.rows
   for (const Measurement& m : file.rows) {
     AccuracyRow row;
     row.id = m.id;
@@ -74,7 +76,11 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
                                   : std::string(m.Field("unit").text);
     PERFSIM_ASSIGN_OR_RETURN(MappedRow mapped, MapMeasurement(m));
     int64_t model_index = -1;
-    if (!mapped.scenario.has_value()) {
+    if (mapped.block.has_value()) {
+      row.chip = mapped.block->chip;
+      row.description = mapped.block->description;
+      block_of_row.emplace(report.rows.size(), *std::move(mapped.block));
+    } else if (!mapped.scenario.has_value()) {
       row.skipped_reason = mapped.skipped_reason;
     } else {
       row.chip = mapped.scenario->chip;
@@ -89,6 +95,7 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
       }
     }
     if (!row.simulated()) ++report.skipped;
+    row.model_index = model_index;
     model_of_row.push_back(model_index);
     report.rows.push_back(std::move(row));
   }
@@ -119,6 +126,32 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
       const Calibration without = FitCalibration(others);
       row.predicted[kLeaveOneOut] = ModelValue(model, without.For(model.chip));
     }
+    for (int c = 0; c < kNumAccuracyColumns; ++c) {
+      row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
+    }
+  }
+
+  // Block rows: simulated whole with the factors of each column. They are in no fit, so the
+  // factors fitted on every kernel row are already out of sample for them: leave-one-out is the
+  // calibrated prediction.
+  for (auto& [index, block] : block_of_row) {
+    AccuracyRow& row = report.rows[index];
+    const absl::StatusOr<BlockPrediction> physics = PredictBlock(block, ChipFactors());
+    const absl::StatusOr<BlockPrediction> calibrated =
+        PredictBlock(block, report.calibration.For(block.chip));
+    if (!physics.ok() || !calibrated.ok()) {
+      row.skipped_reason = absl::StrCat(
+          "cannot simulate: ",
+          (physics.ok() ? calibrated.status() : physics.status()).message());
+      ++report.skipped;
+      continue;
+    }
+    row.detail = physics->detail;
+    row.predicted[kPhysics] = physics->value;
+    row.predicted[kCalibrated] = calibrated->value;
+    row.predicted[kLeaveOneOut] = options.leave_one_out
+                                      ? calibrated->value
+                                      : std::numeric_limits<double>::quiet_NaN();
     for (int c = 0; c < kNumAccuracyColumns; ++c) {
       row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
     }

@@ -12,6 +12,9 @@
 //   leave-one-out  with the factors fitted on every row but this one: out of sample, so a
 //                  factor that only memorises its row shows here. The whole fit is repeated
 //                  without the row, including its choice of overheads (calibration.h).
+// moe_block and moe_layer_fused rows (scenario.h BlockScenario) are simulated whole by the step
+// simulator with the same three sets of factors. They inform no factor, so their calibrated
+// prediction is already out of sample and is also their leave-one-out prediction.
 // A row timed around a host API (scenario.h) carries the API overhead in the calibrated and
 // leave-one-out columns, a term of those rows that is not written into any hardware file.
 // A row perfsim cannot simulate stays in the report with its skipped_reason and no
@@ -54,6 +57,9 @@ struct AccuracyRow {
   std::string skipped_reason;     // empty when simulated
   std::string description;        // what is simulated
   std::string detail;             // the model's pieces at datasheet physics
+  // Index of the row's closed-form model in AccuracyReport::models; -1 for a skipped row and
+  // for a block row (simulated whole, block_model.h).
+  int64_t model_index = -1;
   std::array<double, kNumAccuracyColumns> predicted = {0, 0, 0};
   std::array<double, kNumAccuracyColumns> error_pct = {0, 0, 0};
   bool simulated() const { return skipped_reason.empty(); }

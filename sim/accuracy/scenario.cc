@@ -83,15 +83,15 @@ absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
                                    "' is not one perfsim predicts (TFLOP/s, GB/s, us, ms, s)"));
   }
   const std::string hardware = CellText(row, "hardware");
-  const std::optional<std::string> chip_name = ResolveHardwareName(hardware);
-  if (!chip_name.has_value()) {
+  const std::optional<HardwareMatch> match = ResolveHardware(hardware);
+  if (!match.has_value()) {
     return SkippedRow(
         absl::StrCat("hardware '", hardware, "' is not a built-in chip (see 'perfsim hw list')"));
   }
-  PERFSIM_ASSIGN_OR_RETURN(Chip chip, LoadBuiltinChip(*chip_name));
+  PERFSIM_ASSIGN_OR_RETURN(Chip chip, LoadBuiltinChip(match->chip));
 
   Scenario scenario;
-  scenario.chip = *chip_name;
+  scenario.chip = match->chip;
   scenario.timing = RowTimingMethod(row);
   scenario.unit = *row.unit;
   switch (*row.unit) {
@@ -121,10 +121,19 @@ absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
     mapped = MapEpCommRow(row, chip, scenario);
   } else if (row.category == "collective") {
     mapped = MapCollectiveRow(row, chip, scenario);
+  } else if (row.category == "moe_block" || row.category == "moe_layer_fused") {
+    mapped = MapBlockRow(row, chip, scenario);
+    if (mapped.ok() && mapped->block.has_value() && !match->assumption.empty()) {
+      absl::StrAppend(&mapped->block->description, "; ", match->assumption);
+    }
+    return mapped;
   } else {
     return SkippedRow(absl::StrCat("category '", row.category,
-                                   "' is not simulated (kernel_grouped_gemm, kernel_ep_comm and "
-                                   "collective are)"));
+                                   "' is not simulated (kernel_grouped_gemm, kernel_ep_comm, "
+                                   "collective, moe_block and moe_layer_fused are)"));
+  }
+  if (mapped.ok() && mapped->scenario.has_value() && !match->assumption.empty()) {
+    absl::StrAppend(&mapped->scenario->description, "; ", match->assumption);
   }
   if (mapped.ok() && mapped->scenario.has_value() &&
       mapped->scenario->timing == TimingMethod::kHostApi) {

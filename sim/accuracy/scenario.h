@@ -6,7 +6,9 @@
 // Categories (the `category` column) and what they become:
 //   kernel_grouped_gemm  one grouped-matmul call (sim/cost/grouped_matmul.h) on one device.
 //       Shapes from op_shape: "groups=G; M_per_group=M; N=..; K=.." (rows per group),
-//       "group_sizes=[a,b,...]", "m=..; groups=.." (rows split as evenly as possible), or
+//       "group_sizes=[a,b,...]", "m=..; groups=.." (rows split as evenly as possible), the
+//       keyless "4 groups x ~8192" and "[262144,2560] x [64,2560,1280]" (text_fields.h
+//       ParseOpShape; a label before ':' and approximate "M~32768" values are read), or
 //       "rhs (E=64, K x N=4096x2048)" with the tokens cell "touched groups x rows = 30x3"
 //       (the touched groups evenly spread over E). "op=fwd|dlhs|drhs" picks the forward gmm,
 //       the input-gradient gmm (k and n swapped) or the weight-gradient tgmm; default fwd.
@@ -48,6 +50,17 @@
 //       message end of an nccl-tests sweep: the plateau, where no per-call overhead shows).
 //       Metric: a time; "busBw" (algorithm bytes·(n−1)/n per second, 2(n−1)/n for all-reduce);
 //       or "IB bandwidth per NIC" (bytes on one NIC per second).
+//   moe_block, moe_layer_fused  one MoE layer's forward on num_chips devices (a cell that says
+//       the count is not stated reads as one chip, said in the description), simulated by
+//       sim/predict with uniform routing: E, K, D, F from their columns, tokens from the tokens
+//       cell ("per rank" multiplies by the devices), SwiGLU experts and no shared expert (the
+//       rows time the routed experts), the dtype cell's first dtype for weights and
+//       activations (FP4 weights, which perfsim has no type for, as FP8: twice the weight
+//       bytes). Backend: on a TPU the megablox gmm path; on GPUs the expert-parallel ragged
+//       all-to-all with grouped GEMMs. A kernel that fuses dispatch, GEMMs and combine into
+//       one (DeepGEMM MegaMoE) is simulated as the unfused path it replaces: what its fusion
+//       overlaps is not modelled. Metric: a time. These rows test the whole-layer simulator
+//       and inform no factor (accuracy.h).
 // Timing method (every category): how the row's time was taken, from what its backend_kernel
 // and metric cells say. "API timing", "API time", "host timing" or "wall-clock" (any case)
 // make it kHostApi: the time was taken around a library's host API call (e.g. HybridEP's
@@ -72,6 +85,7 @@
 #include "sim/comm/ep_dispatch.h"
 #include "sim/cost/grouped_matmul.h"
 #include "sim/ir/primitive_type.h"
+#include "proto/model.pb.h"
 
 namespace perfsim {
 
@@ -141,9 +155,24 @@ struct Scenario {
   std::string description;  // one line: what is simulated
 };
 
+// moe_block and moe_layer_fused rows: one MoE layer's forward pass, simulated whole by
+// `perfsim predict`'s simulator (block_model.h), not by a closed-form row model.
+struct BlockScenario {
+  std::string chip;      // built-in chip name
+  std::string mesh;      // Topology::Create slice: "1x1x1" (one TPU chip), "8" (8 GPUs)
+  int64_t devices = 1;   // the experts are spread over all of them (ep = devices)
+  int64_t tokens = 0;    // over all devices
+  ModelSpec model;       // E, K, D, F and dtypes from the row; SwiGLU experts, nothing shared
+  std::string backend;   // a lowering of sim/lowering (megablox_gmm, ep_ragged_a2a)
+  TimingMethod timing = TimingMethod::kDevice;
+  MeasurementUnit unit = MeasurementUnit::kMicroseconds;  // a time unit
+  std::string description;
+};
+
 struct MappedRow {
   std::optional<Scenario> scenario;
-  std::string skipped_reason;  // set when scenario is empty
+  std::optional<BlockScenario> block;  // instead of scenario, for moe_block / moe_layer_fused
+  std::string skipped_reason;          // set when both are empty
 };
 
 absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row);

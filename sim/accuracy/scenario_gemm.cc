@@ -21,8 +21,8 @@ namespace {
 
 constexpr char kShapeForms[] =
     "'groups=G; M_per_group=M; N=..; K=..', 'group_sizes=[a,b,..]; N=..; K=..', "
-    "'m=..; groups=..; N=..; K=..' or 'rhs (E=.., K x N=AxB)' with tokens 'touched groups x "
-    "rows = AxB'";
+    "'m=..; groups=..; N=..; K=..', 'G groups x R, N=.., K=..', '[M,K] x [G,K,N]' or "
+    "'rhs (E=.., K x N=AxB)' with tokens 'touched groups x rows = AxB'";
 
 int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -51,7 +51,7 @@ struct GemmShape {
 
 // Shapes of the row (scenario.h lists the forms); nullopt when the op_shape has none of them.
 absl::StatusOr<std::optional<GemmShape>> ParseGemmShape(const Measurement& row) {
-  const KeyValues kv = ParseKeyValues(row.Field("op_shape").text);
+  const KeyValues kv = ParseOpShape(row.Field("op_shape").text);
   GemmShape shape;
   PERFSIM_ASSIGN_OR_RETURN(std::optional<int64_t> k, ShapeInteger(row, kv, {"K", "k"}));
   PERFSIM_ASSIGN_OR_RETURN(std::optional<int64_t> n, ShapeInteger(row, kv, {"N", "n"}));

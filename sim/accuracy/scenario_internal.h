@@ -37,6 +37,9 @@ absl::StatusOr<MappedRow> MapGroupedGemmRow(const Measurement& row, const Chip& 
 absl::StatusOr<MappedRow> MapEpCommRow(const Measurement& row, const Chip& chip, Scenario scenario);
 absl::StatusOr<MappedRow> MapCollectiveRow(const Measurement& row, const Chip& chip,
                                            Scenario scenario);
+// moe_block / moe_layer_fused: fills MappedRow::block from `scenario`'s chip, timing and unit.
+absl::StatusOr<MappedRow> MapBlockRow(const Measurement& row, const Chip& chip,
+                                      const Scenario& scenario);
 
 }  // namespace perfsim
 

@@ -16,6 +16,24 @@
 namespace perfsim {
 namespace {
 
+// "≈" in UTF-8.
+constexpr absl::string_view kApproximatelyEqual = "\xE2\x89\x88";
+
+// The integers of the first "[a,b,...]" at or after `from` (positive each), or nullopt.
+std::optional<std::vector<int64_t>> BracketDims(absl::string_view text, size_t from) {
+  if (from == absl::string_view::npos) return std::nullopt;
+  const size_t open = text.find('[', from);
+  const size_t close = open == absl::string_view::npos ? open : text.find(']', open);
+  if (close == absl::string_view::npos) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (absl::string_view piece : absl::StrSplit(text.substr(open + 1, close - open - 1), ',')) {
+    const std::optional<int64_t> d = ParseInteger(piece);
+    if (!d.has_value() || *d <= 0) return std::nullopt;
+    dims.push_back(*d);
+  }
+  return dims;
+}
+
 bool IsWordChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.';
 }
@@ -58,7 +76,7 @@ KeyValues ParseKeyValues(absl::string_view text) {
   for (char c : text) {
     if (c == '[') ++depth;
     if (c == ']' && depth > 0) --depth;
-    if (depth == 0 && (c == ';' || c == ',' || c == '(' || c == ')')) {
+    if (depth == 0 && (c == ';' || c == ',' || c == '(' || c == ')' || c == ':')) {
       pieces.push_back(current);
       current.clear();
       continue;
@@ -70,13 +88,66 @@ KeyValues ParseKeyValues(absl::string_view text) {
     absl::string_view p = absl::StripAsciiWhitespace(piece);
     if (p.empty()) continue;
     const size_t eq = p.find('=');
-    if (eq == absl::string_view::npos) {
-      out.phrases.push_back(std::string(p));
+    if (eq != absl::string_view::npos) {
+      out.pairs.emplace_back(std::string(absl::StripAsciiWhitespace(p.substr(0, eq))),
+                             std::string(absl::StripAsciiWhitespace(p.substr(eq + 1))));
       continue;
     }
-    out.pairs.emplace_back(std::string(absl::StripAsciiWhitespace(p.substr(0, eq))),
-                           std::string(absl::StripAsciiWhitespace(p.substr(eq + 1))));
+    // "M~32768" or "M ≈ 32768": an approximate value under a one-word key. "~370" (no key) and
+    // "4 groups x ~8192" (a phrase ParseOpShape reads) stay phrases.
+    size_t mark = p.find('~');
+    size_t mark_size = 1;
+    if (mark == absl::string_view::npos) {
+      mark = p.find(kApproximatelyEqual);
+      mark_size = kApproximatelyEqual.size();
+    }
+    if (mark != absl::string_view::npos) {
+      const absl::string_view key = absl::StripAsciiWhitespace(p.substr(0, mark));
+      const absl::string_view value = absl::StripAsciiWhitespace(p.substr(mark + mark_size));
+      if (!key.empty() && !value.empty() && !absl::StrContains(key, ' ')) {
+        out.pairs.emplace_back(std::string(key), std::string(value));
+        out.approximate.emplace_back(key);
+        continue;
+      }
+    }
+    out.phrases.push_back(std::string(p));
   }
+  return out;
+}
+
+KeyValues ParseOpShape(absl::string_view text) {
+  KeyValues out = ParseKeyValues(text);
+  std::vector<std::pair<std::string, std::string>> derived;
+  for (const std::string& phrase : out.phrases) {
+    const bool approximate =
+        absl::StrContains(phrase, '~') || absl::StrContains(phrase, kApproximatelyEqual);
+    // "4 groups x ~8192"
+    const std::vector<std::string> words = Words(phrase);
+    if (words.size() == 4 && (words[1] == "groups" || words[1] == "group") && words[2] == "x" &&
+        ParseInteger(words[0]).has_value() && ParseInteger(words[3]).has_value()) {
+      derived.emplace_back("groups", words[0]);
+      derived.emplace_back("M_per_group", words[3]);
+      if (approximate) {
+        out.approximate.push_back("groups");
+        out.approximate.push_back("M_per_group");
+      }
+      continue;
+    }
+    // "[262144,2560] x [64,2560,1280]"
+    const std::optional<std::vector<int64_t>> lhs = BracketDims(phrase, 0);
+    if (!lhs.has_value() || lhs->size() != 2) continue;
+    const size_t second = phrase.find('[', phrase.find(']'));
+    const std::optional<std::vector<int64_t>> rhs = BracketDims(phrase, second);
+    if (!rhs.has_value() || rhs->size() != 3 || (*lhs)[1] != (*rhs)[1]) continue;
+    const absl::string_view between = absl::StripAsciiWhitespace(absl::string_view(phrase).substr(
+        phrase.find(']') + 1, second - phrase.find(']') - 1));
+    if (between != "x" && between != "@" && between != "\xC3\x97") continue;
+    derived.emplace_back("m", absl::StrCat((*lhs)[0]));
+    derived.emplace_back("K", absl::StrCat((*lhs)[1]));
+    derived.emplace_back("groups", absl::StrCat((*rhs)[0]));
+    derived.emplace_back("N", absl::StrCat((*rhs)[2]));
+  }
+  for (auto& pair : derived) out.pairs.push_back(std::move(pair));
   return out;
 }
 
@@ -190,6 +261,33 @@ std::optional<std::string> ResolveHardwareName(absl::string_view text) {
       if ((has("tpu") && has(token)) || has(absl::StrCat("tpu", token.substr(1)))) return name;
     } else if (has(token)) {
       return name;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HardwareMatch> ResolveHardware(absl::string_view text) {
+  if (std::optional<std::string> name = ResolveHardwareName(text)) {
+    return HardwareMatch{*std::move(name), ""};
+  }
+  // An architecture without a SKU: the part of it perfsim has, said out loud.
+  struct Family {
+    absl::string_view sm, name, chip, assumption;
+  };
+  static constexpr Family kFamilies[] = {
+      {"sm90", "hopper", "gpu_h100",
+       "the Hopper SKU is not stated: simulated as H100 SXM (H800 has less NVLink, H200 more "
+       "HBM)"},
+      {"sm100", "blackwell", "gpu_b200",
+       "the Blackwell SKU is not stated: simulated as B200 (HGX, 8-GPU NVLink domain)"},
+      {"sm80", "ampere", "gpu_a100", "the Ampere SKU is not stated: simulated as A100 SXM 80GB"},
+  };
+  const std::vector<std::string> words = Words(text);
+  for (const Family& family : kFamilies) {
+    for (const std::string& word : words) {
+      if (word == family.sm || word == family.name) {
+        return HardwareMatch{std::string(family.chip), std::string(family.assumption)};
+      }
     }
   }
   return std::nullopt;

@@ -56,11 +56,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "sim/cost/cost_types.h"
+#include "sim/hw/chip.h"
 #include "sim/moe/routing.h"
 #include "sim/moe/step_spec.h"
 #include "sim/schedule/schedule.h"
@@ -70,6 +72,10 @@ namespace perfsim {
 struct PredictOptions {
   StepSpec spec;
   std::string hw = "tpu_v7x";
+  // The chip itself, when it is neither a built-in nor a file: e.g. a built-in with other
+  // efficiency factors (`perfsim accuracy` predicts its block rows with fitted ones). When set,
+  // PrepareStep uses it instead of resolving hw.
+  std::optional<Chip> chip;
   std::string mesh;  // physical slice, e.g. "4x8x8"; empty: the chip's default slice
   RoutingSpec routing;
   bool adam = false;  // count Adam's optimizer state in HBM

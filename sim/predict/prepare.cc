@@ -124,6 +124,8 @@ std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, c
   const Shape& gs = instruction.operand(2)->shape();
   if (lhs.rank() != 2 || gs.rank() != 1) return std::nullopt;
   GroupedMatmulSpec spec;
+  // XLA's own ragged-dot, not a Pallas kernel: no grid steps (grouped_matmul.h).
+  spec.implementation = GroupedMatmulImplementation::kXlaRaggedDot;
   spec.num_groups = gs.dimensions(0);
   spec.lhs_type = lhs.element_type();
   spec.rhs_type = rhs.element_type();
@@ -233,8 +235,9 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
   PrepareStage ignored;
   PrepareStage& stage = failed_stage != nullptr ? *failed_stage : ignored;
   stage = PrepareStage::kScenario;
-  PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChipOnce(o.hw));
-  auto owned_chip = std::make_unique<Chip>(std::move(chip));
+  absl::StatusOr<Chip> chip = o.chip.has_value() ? *o.chip : ResolveChipOnce(o.hw);
+  if (!chip.ok()) return chip.status();
+  auto owned_chip = std::make_unique<Chip>(*std::move(chip));
   const Chip& c = *owned_chip;
   const std::string mesh = o.mesh.empty() ? c.DefaultSliceShape() : o.mesh;
   absl::StatusOr<Topology> topology = Topology::Create(c, mesh);

@@ -179,7 +179,7 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
       std::filesystem::path(::testing::TempDir()) / "perfsim_calibrate_hw";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  for (const char* chip : {"gpu_h100", "gpu_h800", "tpu_v5e", "tpu_v7x"}) {
+  for (const char* chip : {"gpu_b200", "gpu_h100", "gpu_h800", "tpu_v5e", "tpu_v7x"}) {
     std::filesystem::copy_file(
         std::filesystem::path(PERFSIM_SOURCE_DIR) / "hardware" / absl::StrCat(chip, ".textproto"),
         dir / absl::StrCat(chip, ".textproto"));
@@ -224,14 +224,14 @@ TEST(CalibrateCli, PrintsEfficiencyBlocksAndWritesThemIntoCopies) {
 }
 
 TEST(CalibrateCli, WriteIsAllOrNothingWhenALaterFileIsInvalid) {
-  // The calibration rows are on four chips, written in name order. The last one's file is
-  // broken: once the first three were rewritten before the fourth failed; now none is.
+  // The calibration rows are on five chips, written in name order. The last one's file is
+  // broken: once the first ones were rewritten before the last failed; now none is.
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) / "perfsim_calibrate_all_or_nothing";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::map<std::string, std::string> before;
-  for (const char* chip : {"gpu_h100", "gpu_h800", "tpu_v5e"}) {
+  for (const char* chip : {"gpu_b200", "gpu_h100", "gpu_h800", "tpu_v5e"}) {
     const std::filesystem::path to = dir / absl::StrCat(chip, ".textproto");
     std::filesystem::copy_file(
         std::filesystem::path(PERFSIM_SOURCE_DIR) / "hardware" / absl::StrCat(chip, ".textproto"),
@@ -249,7 +249,7 @@ TEST(CalibrateCli, WriteIsAllOrNothingWhenALaterFileIsInvalid) {
   for (const auto& [path, text] : before) EXPECT_EQ(ReadFileOrDie(path), text) << path;
   int entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
-  EXPECT_EQ(entries, 4);  // no temporaries left behind
+  EXPECT_EQ(entries, 5);  // no temporaries left behind
 }
 
 }  // namespace

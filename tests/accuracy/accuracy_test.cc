@@ -74,8 +74,8 @@ TEST(RunAccuracy, SummariesCoverEachCategoryTheKernelRowsAndAll) {
     // Scopes: the categories in file order, then "kernel", then "overall".
     std::vector<std::string> scopes;
     for (const ErrorSummary& s : report.summaries[c]) scopes.push_back(s.scope);
-    EXPECT_THAT(scopes, ElementsAre("kernel_grouped_gemm", "kernel_ep_comm", "collective", "kernel",
-                                    "overall"));
+    EXPECT_THAT(scopes, ElementsAre("kernel_grouped_gemm", "kernel_ep_comm", "moe_block",
+                                    "moe_layer_fused", "collective", "kernel", "overall"));
     for (const ErrorSummary& s : report.summaries[c]) {
       // Recomputed here from the rows: sort the |errors| of the scope's rows.
       std::vector<double> abs_errors;
@@ -105,9 +105,13 @@ TEST(RunAccuracy, SummariesCoverEachCategoryTheKernelRowsAndAll) {
       EXPECT_EQ(std::fabs(s.worst_pct), worst) << s.scope;
     }
   }
-  // The kernel scope is the 9 grouped-GEMM and 17 dispatch/combine rows; all 30 overall.
-  EXPECT_EQ(report.summaries[kPhysics][3].count, 26);
-  EXPECT_EQ(report.summaries[kPhysics][4].count, 30);
+  // The kernel scope is the 12 grouped-GEMM and 19 dispatch/combine rows; with the block row,
+  // the 2 fused layers and the 4 collectives, 38 overall.
+  EXPECT_EQ(report.summaries[kPhysics][5].count, 31);
+  EXPECT_EQ(report.summaries[kPhysics][6].count, 38);
+  // Block rows are in no fit: their leave-one-out prediction is the calibrated one.
+  EXPECT_EQ(RowById("M173").model_index, -1);
+  EXPECT_EQ(RowById("M173").predicted[kLeaveOneOut], RowById("M173").predicted[kCalibrated]);
 }
 
 TEST(RunAccuracy, PhysicsColumnIsTheDatasheetWhateverTheShippedFilesSay) {
@@ -129,18 +133,17 @@ TEST(RunAccuracy, LeaveOneOutIsFittedWithoutTheRow) {
   const AccuracyReport& report = Report();
   std::vector<CalibrationRow> others;
   size_t m099 = 0;
-  for (size_t i = 0, t = 0; i < report.rows.size(); ++i) {
-    if (!report.rows[i].simulated()) continue;
-    const RowModel& model = report.models[t++];
-    if (report.rows[i].id == "M099") {
-      m099 = t - 1;
+  for (const AccuracyRow& row : report.rows) {
+    if (row.model_index < 0) continue;  // skipped, or a block row (in no fit)
+    const RowModel& model = report.models[row.model_index];
+    if (row.id == "M099") {
+      m099 = static_cast<size_t>(row.model_index);
       continue;
     }
-    if (model.chip == "tpu_v7x") {
-      others.push_back({report.rows[i].id, &model, report.rows[i].measured});
-    }
+    if (model.chip == "tpu_v7x") others.push_back({row.id, &model, row.measured});
   }
-  ASSERT_EQ(others.size(), 4u);
+  // M098, M100, M101, M102 and M092 (Tokamax gmm_v2).
+  ASSERT_EQ(others.size(), 5u);
   const Calibration without = FitCalibration(others);
   EXPECT_EQ(RowById("M099").predicted[kLeaveOneOut],
             ModelValue(report.models[m099], without.For("tpu_v7x")));

@@ -4,6 +4,7 @@
 #include "sim/accuracy/scenario.h"
 
 #include <map>
+#include <set>
 #include <variant>
 #include <vector>
 
@@ -39,32 +40,34 @@ std::string SkipReason(const Measurement& row) {
 }
 
 TEST(Scenario, EveryReferenceRowMapsOrIsSkippedForAStatedReason) {
-  // ../shared/reference/calibration.csv grew from 30 to 46 rows (whole training steps, MoE
-  // blocks, fused layers and more kernel rows). The 30 rows the first edition mapped still map;
-  // the 16 new ones that do not yet are pinned here with their reason, so that a mapping that
-  // breaks or starts working is seen. The whole-step, block and fused-layer categories are
-  // issue 13's; the kernel rows with other shape notations or unstated SKUs, issue 14's.
+  // ../shared/reference/calibration.csv has 46 rows. Every kernel, collective, MoE-block and
+  // fused-layer row maps (issue 14): 36 kernel and collective rows to a closed-form scenario, 3
+  // block and fused-layer rows to a whole-layer simulation. What is still skipped is pinned
+  // here with its reason, so that a mapping that breaks or starts working is seen: the whole
+  // training steps (issue 13) and M072, whose "NVL72 rack" of 8 GPUs the EP mapping reads as
+  // 72 GPUs per node.
   ASSERT_EQ(CalibrationFile().rows.size(), 46u);
   const std::map<std::string, std::string> not_yet = {
-      {"M047", "is not a built-in chip"},  {"M053", "is not a built-in chip"},
       {"M072", "expected the nodes and GPUs per node"},
-      {"M084", "op_shape: expected"},       {"M092", "op_shape: expected"},
-      {"M177", "op_shape: expected"},       {"M103", "category 'moe_block' is not simulated"},
       {"M108", "category 'e2e_train' is not simulated"},
       {"M111", "category 'e2e_train' is not simulated"},
       {"M148", "category 'e2e_train' is not simulated"},
       {"M119", "unit 'tokens/s/GPU' is not one perfsim predicts"},
       {"M132", "unit 'tokens/s/GPU' is not one perfsim predicts"},
       {"M137", "unit 'tokens/s/GPU' is not one perfsim predicts"},
-      {"M153", "unit 'TFLOP/s/GPU' is not one perfsim predicts"},
-      {"M165", "category 'moe_layer_fused' is not simulated"},
-      {"M173", "category 'moe_layer_fused' is not simulated"}};
+      {"M153", "unit 'TFLOP/s/GPU' is not one perfsim predicts"}};
+  const std::set<std::string> blocks = {"M103", "M165", "M173"};
   int mapped_rows = 0;
+  int block_rows = 0;
   for (const Measurement& row : CalibrationFile().rows) {
     absl::StatusOr<MappedRow> mapped = MapMeasurement(row);
     ASSERT_TRUE(mapped.ok()) << row.id << ": " << mapped.status();
     const auto reason = not_yet.find(row.id);
-    if (reason == not_yet.end()) {
+    if (blocks.count(row.id) > 0) {
+      EXPECT_TRUE(mapped->block.has_value()) << row.id << ": " << mapped->skipped_reason;
+      EXPECT_FALSE(mapped->scenario.has_value()) << row.id;
+      ++block_rows;
+    } else if (reason == not_yet.end()) {
       EXPECT_TRUE(mapped->scenario.has_value()) << row.id << ": " << mapped->skipped_reason;
       ++mapped_rows;
     } else {
@@ -72,7 +75,41 @@ TEST(Scenario, EveryReferenceRowMapsOrIsSkippedForAStatedReason) {
       EXPECT_THAT(mapped->skipped_reason, HasSubstr(reason->second)) << row.id;
     }
   }
-  EXPECT_EQ(mapped_rows, 30);
+  EXPECT_EQ(mapped_rows, 35);
+  EXPECT_EQ(block_rows, 3);
+}
+
+TEST(Scenario, NewNotationsOfKernelRowsMapToTheirShapes) {
+  // M084: "fwd FC1 (gate+up fused): M~32768 (4 groups x ~8192), N=4096, K=7168".
+  const Scenario m084 = MustMap(CalibrationRow("M084"));
+  const GroupedMatmulSpec& fc1 = std::get<GroupedGemmScenario>(m084.what).spec;
+  EXPECT_EQ(fc1.m, 32768);
+  EXPECT_EQ(fc1.k, 7168);
+  EXPECT_EQ(fc1.n, 4096);
+  EXPECT_THAT(*fc1.group_sizes, ElementsAre(8192, 8192, 8192, 8192));
+  // M092: "MaxText DeepSeek-like gmm fwd: m=262144, k=7168, n=1024, groups=256": 1024 rows
+  // per group.
+  const Scenario m092 = MustMap(CalibrationRow("M092"));
+  const GroupedMatmulSpec& v2 = std::get<GroupedGemmScenario>(m092.what).spec;
+  EXPECT_EQ(v2.m, 262144);
+  EXPECT_EQ(v2.k, 7168);
+  EXPECT_EQ(v2.n, 1024);
+  EXPECT_EQ(v2.num_groups, 256);
+  EXPECT_EQ(v2.group_sizes->front(), 1024);
+  // M177: "[262144,2560] x [64,2560,1280]" on B200.
+  const Scenario quack = MustMap(CalibrationRow("M177"));
+  EXPECT_EQ(quack.chip, "gpu_b200");
+  const GroupedMatmulSpec& q = std::get<GroupedGemmScenario>(quack.what).spec;
+  EXPECT_EQ(q.m, 262144);
+  EXPECT_EQ(q.k, 2560);
+  EXPECT_EQ(q.n, 1280);
+  EXPECT_EQ(q.num_groups, 64);
+  // M047 / M053: "SM90 (Hopper; SKU not stated)", "SM100 (Blackwell; ...)": the part perfsim
+  // has, with the assumption in the description.
+  const Scenario hopper = MustMap(CalibrationRow("M047"));
+  EXPECT_EQ(hopper.chip, "gpu_h100");
+  EXPECT_THAT(hopper.description, HasSubstr("SKU is not stated"));
+  EXPECT_EQ(MustMap(CalibrationRow("M053")).chip, "gpu_b200");
 }
 
 TEST(Scenario, TimingMethodIsWhatTheRowSaysNotWhichLibraryItIs) {

@@ -24,6 +24,42 @@ TEST(TextFields, KeyValuesSplitAtSeparatorsButNotInsideBrackets) {
   EXPECT_THAT(list.pairs, ElementsAre(Pair("group_sizes", "[1,2,3]"), Pair("N", "8")));
 }
 
+TEST(TextFields, KeyValuesReadLabelsAndApproximateValues) {
+  // calibration.csv M092: a label before ':' is not part of the first key.
+  const KeyValues labelled =
+      ParseKeyValues("MaxText DeepSeek-like gmm fwd: m=262144, k=7168, n=1024, groups=256");
+  EXPECT_THAT(labelled.pairs, ElementsAre(Pair("m", "262144"), Pair("k", "7168"),
+                                          Pair("n", "1024"), Pair("groups", "256")));
+  EXPECT_THAT(labelled.phrases, ElementsAre("MaxText DeepSeek-like gmm fwd"));
+  // "key~value" and "key ≈ value" are approximate pairs; "~370" has no key.
+  const KeyValues approx = ParseKeyValues("M~32768; T \xE2\x89\x88 8; ~370; 4 groups x ~8192");
+  EXPECT_THAT(approx.pairs, ElementsAre(Pair("M", "32768"), Pair("T", "8")));
+  EXPECT_THAT(approx.approximate, ElementsAre("M", "T"));
+  EXPECT_THAT(approx.phrases, ElementsAre("~370", "4 groups x ~8192"));
+}
+
+TEST(TextFields, OpShapeReadsGroupsTimesRowsAndShapeProducts) {
+  // calibration.csv M084.
+  const KeyValues fc1 =
+      ParseOpShape("fwd FC1 (gate+up fused): M~32768 (4 groups x ~8192), N=4096, K=7168");
+  EXPECT_EQ(fc1.Find({"groups"}), "4");
+  EXPECT_EQ(fc1.Find({"M_per_group"}), "8192");
+  EXPECT_EQ(fc1.Find({"N"}), "4096");
+  EXPECT_EQ(fc1.Find({"K"}), "7168");
+  EXPECT_THAT(fc1.approximate, ElementsAre("M", "groups", "M_per_group"));
+  // calibration.csv M177: lhs [M, K] times the stacked weights [G, K, N].
+  const KeyValues product = ParseOpShape("[262144,2560] x [64,2560,1280]");
+  EXPECT_THAT(product.pairs, ElementsAre(Pair("m", "262144"), Pair("K", "2560"),
+                                         Pair("groups", "64"), Pair("N", "1280")));
+  EXPECT_TRUE(product.approximate.empty());
+  // Contraction sizes that differ, a 2-D rhs, or no operator between: nothing derived.
+  EXPECT_TRUE(ParseOpShape("[8,16] x [4,32,8]").pairs.empty());
+  EXPECT_TRUE(ParseOpShape("[8,16] x [16,8]").pairs.empty());
+  EXPECT_TRUE(ParseOpShape("[8,16] and [4,16,8]").pairs.empty());
+  // A written key wins over a derived one (Find returns the first).
+  EXPECT_EQ(ParseOpShape("groups=8; [64,16] x [4,16,8]").Find({"groups"}), "8");
+}
+
 TEST(TextFields, Integers) {
   EXPECT_EQ(ParseInteger(" 8 "), 8);
   EXPECT_EQ(ParseInteger("8x"), std::nullopt);
@@ -73,6 +109,23 @@ TEST(TextFields, HardwareNames) {
   // "v5e" without "TPU" is not enough, nor an unknown part.
   EXPECT_EQ(ResolveHardwareName("v5e"), std::nullopt);
   EXPECT_EQ(ResolveHardwareName("MI300X"), std::nullopt);
+}
+
+TEST(TextFields, ArchitecturesWithoutSkuResolveWithTheAssumptionSaid) {
+  // calibration.csv M047 and M053.
+  const std::optional<HardwareMatch> hopper = ResolveHardware("SM90 (Hopper; SKU not stated)");
+  ASSERT_TRUE(hopper.has_value());
+  EXPECT_EQ(hopper->chip, "gpu_h100");
+  EXPECT_THAT(hopper->assumption, ::testing::HasSubstr("not stated"));
+  const std::optional<HardwareMatch> blackwell =
+      ResolveHardware("SM100 (Blackwell; SKU not stated)");
+  ASSERT_TRUE(blackwell.has_value());
+  EXPECT_EQ(blackwell->chip, "gpu_b200");
+  // A named SKU wins, with no assumption; "SM100 GPU (..., B200-class)" names B200.
+  EXPECT_EQ(ResolveHardware("H800 SXM5")->chip, "gpu_h800");
+  EXPECT_EQ(ResolveHardware("H800 SXM5")->assumption, "");
+  EXPECT_EQ(ResolveHardware("SM100 GPU (Blackwell; SKU not stated, B200-class)")->assumption, "");
+  EXPECT_EQ(ResolveHardware("MI300X"), std::nullopt);
 }
 
 TEST(TextFields, DtypeWords) {
