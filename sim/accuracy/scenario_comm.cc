@@ -129,8 +129,13 @@ absl::StatusOr<MappedRow> MapEpCommRow(const Measurement& row, const Chip& chip,
   std::optional<int64_t> per_node = IntegerBefore(topo_text, "gpu");
   const std::optional<int64_t> chips = LeadingInteger(row.Field("num_chips").text);
   if (!per_node.has_value()) {
+    // Without a count per node: the chips over the nodes, else the chip's NVLink domain, but no
+    // more GPUs than the row has ("NVL72 rack" with 8 chips: 8 GPUs of one 72-GPU domain).
     per_node = nodes.has_value() && chips.has_value() ? *chips / std::max<int64_t>(*nodes, 1)
                                                       : DomainSize(chip);
+    if (!nodes.has_value() && chips.has_value() && *chips > 0) {
+      per_node = std::min(*per_node, *chips);
+    }
   }
   if (!nodes.has_value() && chips.has_value()) nodes = *chips / std::max<int64_t>(*per_node, 1);
   if (!nodes.has_value() || *nodes <= 0 || *per_node <= 0) {

@@ -44,11 +44,9 @@ TEST(Scenario, EveryReferenceRowMapsOrIsSkippedForAStatedReason) {
   // fused-layer row maps (issue 14): 36 kernel and collective rows to a closed-form scenario, 3
   // block and fused-layer rows to a whole-layer simulation. What is still skipped is pinned
   // here with its reason, so that a mapping that breaks or starts working is seen: the whole
-  // training steps (issue 13) and M072, whose "NVL72 rack" of 8 GPUs the EP mapping reads as
-  // 72 GPUs per node.
+  // training steps (issue 13).
   ASSERT_EQ(CalibrationFile().rows.size(), 46u);
   const std::map<std::string, std::string> not_yet = {
-      {"M072", "expected the nodes and GPUs per node"},
       {"M108", "category 'e2e_train' is not simulated"},
       {"M111", "category 'e2e_train' is not simulated"},
       {"M148", "category 'e2e_train' is not simulated"},
@@ -75,7 +73,7 @@ TEST(Scenario, EveryReferenceRowMapsOrIsSkippedForAStatedReason) {
       EXPECT_THAT(mapped->skipped_reason, HasSubstr(reason->second)) << row.id;
     }
   }
-  EXPECT_EQ(mapped_rows, 35);
+  EXPECT_EQ(mapped_rows, 36);
   EXPECT_EQ(block_rows, 3);
 }
 
@@ -110,6 +108,11 @@ TEST(Scenario, NewNotationsOfKernelRowsMapToTheirShapes) {
   EXPECT_EQ(hopper.chip, "gpu_h100");
   EXPECT_THAT(hopper.description, HasSubstr("SKU is not stated"));
   EXPECT_EQ(MustMap(CalibrationRow("M053")).chip, "gpu_b200");
+  // M072: "NVL72 rack (MNNVL)" with 8 chips: 8 GPUs of one NVLink domain, not 72 per node.
+  const Scenario rack = MustMap(CalibrationRow("M072"));
+  EXPECT_EQ(rack.chip, "gpu_gb200");
+  EXPECT_EQ(std::get<EpCommScenario>(rack.what).nodes, 1);
+  EXPECT_EQ(std::get<EpCommScenario>(rack.what).gpus_per_node, 8);
 }
 
 TEST(Scenario, TimingMethodIsWhatTheRowSaysNotWhichLibraryItIs) {
