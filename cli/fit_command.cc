@@ -56,8 +56,9 @@ shared memory) before a compile fails with "Ran out of memory in memory space vm
   --search     enumerate legal tilings; print the fastest that fits and the runners-up, ranked
                by the cost model (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes
                unknown: tiles_m + groups - 1 visited m-tiles, tile waste, weight re-reads when
-               tk < k) for gmm*, tgmm* and fused_ffn_*; by a roofline proxy for ragged_gather
-               and gpu_grouped_gemm, which the cost model cannot price (sim/fit/tiling_cost.h)
+               tk < k) for gmm*, tgmm* and fused_ffn_*; by the GPU GEMM model
+               (sim/cost/gpu_gemm.h: CTA waves, L2-aware traffic) for gpu_grouped_gemm; by a
+               roofline proxy for ragged_gather (sim/fit/tiling_cost.h)
   --top N      runners-up to list with --search (default 5)
   --vmem-limit BYTES  replace the VMEM limit (default: the chip's scoped VMEM limit for gmm and
                tgmm, 0.9 x physical VMEM for the others); suffixes KiB, MiB, GiB (or K, M, G)

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "sim/accuracy/scenario_internal.h"
 #include "sim/accuracy/text_fields.h"
+#include "sim/cost/gpu_gemm.h"
 #include "sim/fit/fit_report.h"
 #include "sim/fit/kernels.h"
 #include "sim/util/status.h"
@@ -247,10 +248,22 @@ absl::StatusOr<MappedRow> MapGroupedGemmRow(const Measurement& row, const Chip& 
 
   GroupedGemmScenario gemm;
   if (chip.is_gpu()) {
-    spec.tm = 128;
-    spec.tk = spec.k;
-    spec.tn = spec.n;
-    gemm.tiling_rule = "GPU: one 128-row tile over all of k and n (L2 keeps re-read blocks)";
+    // The kernel picks its CTA tile; CostGroupedMatmul prices a GPU gmm / tgmm with the tile
+    // and L2 model of sim/cost/gpu_gemm.h, as predict does. The spec's tiling is that tile,
+    // for the description.
+    GpuGemmProblem problem{
+        .lhs_type = spec.lhs_type, .rhs_type = spec.rhs_type, .out_type = spec.out_type};
+    for (int64_t size : shape->group_sizes) {
+      problem.groups.push_back(spec.kind == GroupedMatmulKind::kGmm
+                                   ? GpuGemmGroup{.m = size, .n = spec.n, .k = spec.k}
+                                   : GpuGemmGroup{.m = spec.k, .n = spec.n, .k = size});
+    }
+    const GpuGemmTile tile = ChooseGpuGemmTile(problem, chip);
+    spec.tm = tile.tm;
+    spec.tk = tile.tk;
+    spec.tn = tile.tn;
+    gemm.tiling_rule = absl::StrCat("GPU: CTA tile (", tile.tm, ", ", tile.tn, "), k step ",
+                                    tile.tk, ", L2 reuse (sim/cost/gpu_gemm.h)");
   } else if (ContainsNoCase(row.Field("backend_kernel").text, "gmm_v2")) {
     PERFSIM_ASSIGN_OR_RETURN(spec, V2Tiling(spec, chip, &gemm.tiling_rule));
   } else {

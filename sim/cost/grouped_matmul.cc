@@ -46,6 +46,119 @@ std::vector<int64_t> VisitedTiles(const GroupedMatmulSpec& spec, int64_t tm, int
   return tiles;
 }
 
+// GPU: a CTA streams its operands through the main loop (asynchronous loads overlap the
+// tensor-core MMAs), then runs the epilogue: the accumulator tile converted and stored to
+// HBM while the SM's tensor cores wait. A kernel that does not pipeline its epilogue with the
+// next tile's main loop (the model's assumption for every GPU grouped matmul; see the header)
+// pays the store after the loop, and the CTAs of a wave reach it together, so a wave costs
+// max(its compute, its operand streaming) + its output write at the HBM rate. The waves of one
+// call are alike (one tile shape over the same k), so the sum over the waves is
+// max(compute, operand streaming) + output bytes / HBM rate.
+void TimeOnGpu(double compute, double operand_bytes, double out_bytes, double hbm, double fixed,
+               GroupedMatmulCost& cost) {
+  cost.compute_seconds = compute;
+  cost.operand_seconds = operand_bytes / hbm;
+  cost.epilogue_seconds = out_bytes / hbm;
+  cost.memory_seconds = cost.operand_seconds + cost.epilogue_seconds;
+  cost.overhead_seconds = fixed;
+  const double roofline = std::max(compute, cost.operand_seconds) + cost.epilogue_seconds;
+  cost.seconds = roofline + fixed;
+  if (cost.seconds <= 0) {
+    cost.bound = Bound::kNone;
+  } else if (fixed > roofline) {
+    cost.bound = Bound::kOverhead;
+  } else {
+    cost.bound = compute >= cost.memory_seconds ? Bound::kCompute : Bound::kMemory;
+  }
+}
+
+// A Pallas kernel's grid on one TensorCore: every step lasts max(its compute, its DMA, the
+// fixed step cost). Pallas double-buffers every block, the output too, so a step's DMA (the
+// next step's inputs, the previous step's output) overlaps its compute. The steps compute
+// alike (one tile each); their DMA is alike too, except where a weight block is fetched once
+// per group run (gmm with one k tile, fused_ffn with one D and one F tile): the first step of
+// each run also waits for the group's weights.
+struct PallasGrid {
+  int64_t steps_per_core = 0;
+  double step_overhead_seconds = 0;  // steps · the fixed step cost
+  double seconds = 0;
+};
+
+PallasGrid TimePallasGrid(const GroupedMatmulSpec& spec, const GroupedMatmulWork& w,
+                          int64_t cores, double compute, double hbm, double step_overhead) {
+  PallasGrid grid;
+  // Each TensorCore runs its share of the n tiles (the parallel grid dimension) for every
+  // visited m-tile and k tile.
+  const int64_t n_per_core = CeilDiv(w.tiles_n, cores);
+  grid.steps_per_core = n_per_core * w.visited_m_tiles * w.tiles_k;
+  grid.step_overhead_seconds = static_cast<double>(grid.steps_per_core) * step_overhead;
+  const double memory = w.bytes_accessed / hbm;
+  if (grid.steps_per_core <= 0) {
+    grid.seconds = std::max(compute, memory);
+    return grid;
+  }
+  const bool weights_per_run =
+      (spec.kind == GroupedMatmulKind::kGmm && w.tiles_k == 1) ||
+      (spec.kind == GroupedMatmulKind::kFusedFfn && w.tiles_k * w.tiles_n == 1);
+  const int64_t steps = grid.steps_per_core;
+  // Steps that fetch a group's weights: one per group run and n tile of this core.
+  const int64_t fetch_steps =
+      weights_per_run ? std::min(steps, w.groups_visited * n_per_core) : 0;
+  const double weight_seconds = weights_per_run ? w.rhs_bytes / hbm : 0;
+  const double per_step_compute = compute / static_cast<double>(steps);
+  const double per_step_dma = (memory - weight_seconds) / static_cast<double>(steps);
+  const double fetch_dma =
+      fetch_steps > 0 ? per_step_dma + weight_seconds / static_cast<double>(fetch_steps) : 0;
+  grid.seconds =
+      static_cast<double>(fetch_steps) * std::max({per_step_compute, fetch_dma, step_overhead}) +
+      static_cast<double>(steps - fetch_steps) *
+          std::max({per_step_compute, per_step_dma, step_overhead});
+  return grid;
+}
+
+// Rows of each local group: the known sizes, else m split evenly.
+std::vector<int64_t> LocalGroupRows(const GroupedMatmulSpec& spec) {
+  std::vector<int64_t> rows;
+  rows.reserve(spec.num_groups);
+  for (int64_t g = 0; g < spec.num_groups; ++g) {
+    if (spec.group_sizes.has_value()) {
+      rows.push_back((*spec.group_sizes)[spec.group_offset + g]);
+    } else {
+      rows.push_back(spec.m / spec.num_groups + (g < spec.m % spec.num_groups ? 1 : 0));
+    }
+  }
+  return rows;
+}
+
+// gmm and tgmm on a GPU: the grouped-GEMM kernel's own tile, waves and L2-aware traffic.
+absl::StatusOr<GroupedMatmulCost> CostOnGpu(const GroupedMatmulSpec& spec, const Chip& chip,
+                                            double fixed, GroupedMatmulCost& cost) {
+  GpuGemmProblem problem{.lhs_type = spec.lhs_type,
+                         .rhs_type = spec.rhs_type,
+                         .out_type = spec.out_type};
+  for (int64_t rows : LocalGroupRows(spec)) {
+    if (spec.kind == GroupedMatmulKind::kGmm) {
+      problem.groups.push_back({.m = rows, .n = spec.n, .k = spec.k});
+    } else {
+      // tgmm: dW[g] [k, n] contracts the group's rows; an empty group writes its zeros.
+      problem.groups.push_back({.m = spec.k, .n = spec.n, .k = rows});
+    }
+  }
+  const GpuGemmCost gpu = CostGpuGemm(problem, ChooseGpuGemmTile(problem, chip), chip);
+  if (!gpu.unknown_rate.empty()) cost.unknown_rates.push_back(gpu.unknown_rate);
+  GroupedMatmulWork& w = cost.work;
+  w.executed_flops = gpu.executed_flops;
+  w.lhs_bytes = gpu.lhs_bytes;
+  w.rhs_bytes = gpu.rhs_bytes;
+  w.out_bytes = gpu.out_bytes;
+  w.bytes_accessed = w.lhs_bytes + w.rhs_bytes + w.out_bytes;
+  const double hbm =
+      DeviceHbmBytesPerSecond(chip) * chip.proto().efficiency().hbm_fraction_of_peak();
+  TimeOnGpu(gpu.compute_seconds, gpu.lhs_bytes + gpu.rhs_bytes, gpu.out_bytes, hbm, fixed, cost);
+  cost.gpu_gemm = gpu;
+  return cost;
+}
+
 }  // namespace
 
 absl::StatusOr<GroupedMatmulWork> CountGroupedMatmul(const GroupedMatmulSpec& spec) {
@@ -148,6 +261,16 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
   absl::StatusOr<GroupedMatmulWork> work = CountGroupedMatmul(spec);
   if (!work.ok()) return work.status();
   cost.work = *work;
+  // The efficiency block (issue 7): HBM efficiency as for every kernel, and a fixed cost per
+  // group of the call (empty groups included: group metadata, a grid bounded by tiles + groups).
+  const EfficiencySpec& e = chip.proto().efficiency();
+  const double hbm = DeviceHbmBytesPerSecond(chip) * e.hbm_fraction_of_peak();
+  const double fixed =
+      chip.proto().compute().kernel_overhead_seconds() +
+      static_cast<double>(spec.num_groups) * e.grouped_matmul_overhead_seconds_per_group();
+  if (chip.is_gpu() && spec.kind != GroupedMatmulKind::kFusedFfn) {
+    return CostOnGpu(spec, chip, fixed, cost);
+  }
   const MatmulRate rate =
       MatmulRateFor(spec.lhs_type, spec.rhs_type, MatmulPrecision::kDefault, chip);
   double compute = 0;
@@ -186,50 +309,32 @@ absl::StatusOr<GroupedMatmulCost> CostGroupedMatmul(const GroupedMatmulSpec& spe
       cost.unknown_rates.push_back("compute.transcendentals_per_second");
     }
   }
-  // The efficiency block (issue 7): HBM efficiency as for every kernel, and a fixed cost per
-  // group of the call (empty groups included: group metadata, a grid bounded by tiles + groups).
-  const EfficiencySpec& e = chip.proto().efficiency();
-  const double hbm = DeviceHbmBytesPerSecond(chip) * e.hbm_fraction_of_peak();
-  // Grid steps: each TensorCore of the device runs its share of the n tiles (the parallel
-  // grid dimension) for every visited m-tile and k tile, and pays the per-step cost for each.
-  const int64_t cores = chip.is_tpu() ? DeviceCores(chip) : 1;
-  cost.grid_steps_per_core =
-      CeilDiv(cost.work.tiles_n, cores) * cost.work.visited_m_tiles * cost.work.tiles_k;
-  const double step_seconds = static_cast<double>(cost.grid_steps_per_core) *
-                              chip.proto().compute().grid_step_overhead_seconds();
-  const double overhead =
-      chip.proto().compute().kernel_overhead_seconds() +
-      static_cast<double>(spec.num_groups) * e.grouped_matmul_overhead_seconds_per_group() +
-      step_seconds;
-  cost.memory_seconds = cost.work.bytes_accessed / hbm;
-  if (chip.is_tpu()) {
-    // Pallas double-buffers the output block like the operands: its write-back overlaps the
-    // next grid steps, so every byte is under the one roofline.
-    const KernelTime t = CombineRoofline(compute, cost.memory_seconds, overhead);
-    cost.compute_seconds = t.compute_seconds;
-    cost.operand_seconds = t.memory_seconds;
-    cost.overhead_seconds = t.overhead_seconds;
-    cost.seconds = t.seconds;
-    cost.bound = t.bound;
+  if (chip.is_gpu()) {
+    TimeOnGpu(compute, cost.work.lhs_bytes + cost.work.rhs_bytes, cost.work.out_bytes, hbm,
+              fixed, cost);
     return cost;
   }
-  // GPU: a CTA streams its operands through the main loop (asynchronous loads overlap the
-  // tensor-core MMAs), then runs the epilogue: the accumulator tile converted and stored to
-  // HBM while the SM's tensor cores wait. A kernel that does not pipeline its epilogue with
-  // the next tile's main loop (the model's assumption for every GPU grouped matmul; see the
-  // header) pays the store after the loop, and the CTAs of a wave reach it together, so a
-  // wave costs max(its compute, its operand streaming) + its output write at the HBM rate.
-  // The waves of one call are alike (one tile shape over the same k), so the sum over the
-  // waves is max(compute, operand streaming) + output bytes / HBM rate.
+  cost.memory_seconds = cost.work.bytes_accessed / hbm;
+  const double roofline = std::max(compute, cost.memory_seconds);
   cost.compute_seconds = compute;
-  cost.operand_seconds = (cost.work.lhs_bytes + cost.work.rhs_bytes) / hbm;
-  cost.epilogue_seconds = cost.work.out_bytes / hbm;
-  cost.overhead_seconds = overhead;
-  const double roofline = std::max(compute, cost.operand_seconds) + cost.epilogue_seconds;
-  cost.seconds = roofline + overhead;
+  cost.operand_seconds = cost.memory_seconds;
+  cost.overhead_seconds = fixed;
+  double seconds = roofline;
+  bool steps_bound = false;
+  if (spec.implementation == GroupedMatmulImplementation::kPallasKernel) {
+    const PallasGrid grid = TimePallasGrid(spec, cost.work, DeviceCores(chip), compute, hbm,
+                                           chip.proto().compute().grid_step_overhead_seconds());
+    cost.grid_steps_per_core = grid.steps_per_core;
+    cost.grid_step_seconds = grid.step_overhead_seconds;
+    // What the grid adds over the roofline is overhead: seconds = roofline + overhead.
+    cost.overhead_seconds += grid.seconds - roofline;
+    seconds = grid.seconds;
+    steps_bound = grid.step_overhead_seconds > roofline;
+  }
+  cost.seconds = seconds + fixed;
   if (cost.seconds <= 0) {
     cost.bound = Bound::kNone;
-  } else if (overhead > roofline) {
+  } else if (steps_bound || fixed > seconds) {
     cost.bound = Bound::kOverhead;
   } else {
     cost.bound = compute >= cost.memory_seconds ? Bound::kCompute : Bound::kMemory;

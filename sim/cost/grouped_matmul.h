@@ -37,18 +37,35 @@
 //     padded to their tiles). Traffic: x = visited · tm·D, the three weights
 //     3·D·F · (tiles_d·tiles_f == 1 ? groups visited : visited) (re-streamed per m-tile when
 //     the kernel loops over tiles), out = distinct · tm·D.
-//   - Time (CostGroupedMatmul): compute = executed flops at the matrix-unit rate of the
+//   - Time (CostGroupedMatmul), TPU: compute = executed flops at the matrix-unit rate of the
 //     operand types, the tiles_n steps spread over the TensorCores of a megacore TPU device
 //     (the only "parallel" grid dimension), plus fused_ffn's activation on the vector and
-//     transcendental units; memory = bytes / (HBM bandwidth · efficiency.hbm_fraction_of_peak);
-//     overhead = the kernel overhead + num_groups ·
-//     efficiency.grouped_matmul_overhead_seconds_per_group + grid_steps_per_core ·
-//     compute.grid_step_overhead_seconds (a Pallas grid step's fixed cost; TPU only). The
-//     per-step cost is what separates tilings whose roofline is the same: with
-//     (tm, 7168, 2048) on a DeepSeek-V3 gmm, tm = 8 runs 16× the grid steps of tm = 128.
-//       TPU: seconds = max(compute, memory) + overhead. Pallas double-buffers the output block
-//     like the operands, so its write-back overlaps the following grid steps.
-//       GPU: seconds = max(compute, operand streaming) + epilogue + overhead, where operand
+//     transcendental units; memory = bytes / (HBM bandwidth · efficiency.hbm_fraction_of_peak).
+//     A Pallas kernel (implementation kPallasKernel: the megablox gmm / tgmm / fused_ffn
+//     custom-calls) runs a grid whose steps each cost max(step compute, step DMA, step
+//     overhead): the DMAs of step i+1 overlap the compute of step i, and a step cannot take
+//     less than its fixed cost (compute.grid_step_overhead_seconds, 0.35 us on TPUs). The
+//     S = grid_steps_per_core steps compute alike (c = compute / S); their DMA is alike
+//     (d = memory / S) except where a weight block is fetched once per group run (gmm with
+//     tiles_k = 1, fused_ffn with one D and one F tile): the R = groups visited · n tiles per
+//     core steps that start a run also wait for those weights (w = weight bytes / HBM / R):
+//       seconds = R · max(c, d' + w, o) + (S - R) · max(c, d', o) + fixed
+//     with d' = (memory - weight time) / S, o = the step cost and fixed = the kernel overhead
+//     + num_groups · efficiency.grouped_matmul_overhead_seconds_per_group. With alike steps
+//     (R = 0) that is max(compute, memory, S · o) + fixed; it is never under the roofline.
+//     The grid term is what separates tilings whose
+//     roofline is the same: with (tm, 7168, 2048) on a DeepSeek-V3 gmm, tm = 8 runs 16× the
+//     grid steps of tm = 128, and once the steps outnumber what compute and DMA hide, the call
+//     is overhead bound. XLA's native ragged-dot (kXlaRaggedDot: predict's ragged-dots) is
+//     not a Pallas kernel and has no grid: seconds = max(compute, memory) + fixed.
+//     Pallas double-buffers the output block like the operands, so its write-back overlaps the
+//     following grid steps: every byte is under the one roofline.
+//       GPU (gmm and tgmm, Pallas or not: a GPU runs its own grouped-GEMM kernel, not the
+//     spec's tiling): the CTA tile, waves and L2-aware HBM traffic of sim/cost/gpu_gemm.h,
+//     on the routed group sizes (an even split of m when they are unknown); the result's
+//     `gpu_gemm` holds that cost and the work's executed flops and bytes are replaced by it.
+//     fused_ffn on a GPU keeps the tile model above.
+//       GPU: seconds = max(compute, operand streaming) + epilogue + fixed, where operand
 //     streaming = (lhs + rhs bytes) and epilogue = out bytes, both at the derated HBM rate. A
 //     CTA writes its output tile after its main loop (the epilogue), with its tensor cores
 //     idle; a kernel that does not pipeline the epilogue with the next tile's main loop pays
@@ -61,12 +78,14 @@
 //     `perfsim calibrate`) fit all four within 1%, and each one out of sample within 2%.
 //     The bound is compute when compute >= memory (operands + epilogue), else memory, or
 //     overhead when the fixed cost exceeds the rest.
-//     Example (M002): 4 groups of 8192 rows, k = 2048, n = 7168, fp8 in, bf16 out, one 128-row
-//     tile over all of k and n, on H800 (1.979e15 FLOP/s fp8, 3.35e12 B/s):
-//       compute   2·32768·2048·7168 / 1.979e15                      = 486 us
-//       operands  (32768·2048 + 4·2048·7168) B / 3.35e12            = 37.6 us (under compute)
+//     Example (M002): 4 groups of 8192 rows, k = 2048, n = 7168, fp8 in, bf16 out, on H800
+//     (1.979e15 FLOP/s fp8, 3.35e12 B/s, 132 SMs); CTA tile (128, 256): 4·64·28 = 7168 CTAs in
+//     55 waves of 132 (7168/132 = 54.3):
+//       compute   2·32768·2048·7168 / 1.979e15 · 55·132/7168         = 492 us
+//       operands  (32768·2048 + 4·2048·7168) B / 3.35e12            = 37.6 us (under compute;
+//                 each group's 14.7 MB weight and 16.8 MB of rows fit the L2)
 //       epilogue  32768·7168·2 B / 3.35e12                          = 140 us
-//       seconds   486 + 140 + 1 (launch)                            = 627 us
+//       seconds   492 + 140 + 1 (launch)                            = 633 us
 #ifndef PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 #define PERFSIM_SIM_COST_GROUPED_MATMUL_H_
 
@@ -77,6 +96,7 @@
 
 #include "absl/status/statusor.h"
 #include "sim/cost/cost_types.h"
+#include "sim/cost/gpu_gemm.h"
 #include "sim/hw/chip.h"
 #include "sim/ir/instruction.h"
 #include "sim/ir/primitive_type.h"
@@ -89,8 +109,13 @@ enum class GroupedMatmulKind {
   kFusedFfn,  // out[m, k] = act(x[m, k] @ wi_0[g][k, n], x @ wi_1[g]) @ wo[g][n, k]
 };
 
+// What runs the call on a TPU: a Pallas kernel with a grid (the custom-calls), or XLA's native
+// ragged-dot, which has no Pallas grid steps. GPUs ignore it.
+enum class GroupedMatmulImplementation { kPallasKernel, kXlaRaggedDot };
+
 struct GroupedMatmulSpec {
   GroupedMatmulKind kind = GroupedMatmulKind::kGmm;
+  GroupedMatmulImplementation implementation = GroupedMatmulImplementation::kPallasKernel;
   // gmm: lhs [m, k], rhs [G_local, k, n], out [m, n]. tgmm: lhs [k, m], rhs [m, n],
   // out [G_local, k, n]; m is the grouped (contracted) dimension. fused_ffn: x [m, D = k],
   // wi_0 and wi_1 [G_local, k, n = F], wo [G_local, n, k], out [m, k]; rhs_type is the weights'.
@@ -138,6 +163,7 @@ struct GroupedMatmulCost {
   GroupedMatmulWork work;
   // Grid steps one TensorCore runs: ceil(tiles_n / cores) · visited m-tiles · tiles_k (the n
   // tiles are the grid's parallel dimension, split over a megacore device's TensorCores).
+  // 0 where there is no Pallas grid (a GPU, or XLA's ragged-dot).
   int64_t grid_steps_per_core = 0;
   double compute_seconds = 0;
   double memory_seconds = 0;  // every byte (lhs + rhs + out) at the derated HBM rate
@@ -146,10 +172,18 @@ struct GroupedMatmulCost {
   // operand_seconds = memory_seconds and epilogue_seconds = 0: every byte is pipelined.
   double operand_seconds = 0;
   double epilogue_seconds = 0;
+  // grid_steps_per_core · compute.grid_step_overhead_seconds (Pallas kernels).
+  double grid_step_seconds = 0;
+  // The fixed costs plus, for a Pallas kernel, what its grid adds over max(compute, memory):
+  // steps whose fixed cost exceeds their compute and DMA, and the weight fetches that start
+  // each group run. TPU: seconds = max(compute, memory) + overhead; GPU: max(compute,
+  // operands) + epilogue + overhead.
   double overhead_seconds = 0;
   double seconds = 0;
   Bound bound = Bound::kNone;
   std::vector<std::string> unknown_rates;
+  // GPU gmm / tgmm: the kernel's tile, waves and L2-aware traffic (sim/cost/gpu_gemm.h).
+  std::optional<GpuGemmCost> gpu_gemm;
 };
 
 // Counts and times one call on one device of `chip`. The predictor passes routing-derived

@@ -8,15 +8,11 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "sim/cost/gpu_gemm.h"
 #include "sim/cost/grouped_matmul.h"
 
 namespace perfsim {
 namespace {
-
-double Pad(int64_t value, int64_t multiple) {
-  if (multiple <= 1) return static_cast<double>(value);
-  return static_cast<double>(CeilDiv(value, multiple) * multiple);
-}
 
 double Bytes(PrimitiveType dtype) { return BitWidth(dtype) / 8.0; }
 
@@ -54,12 +50,6 @@ Device DeviceOf(const KernelProblem& p, const Chip& chip) {
   return device;
 }
 
-// Active m-tiles of a grouped kernel: a tile that straddles a group boundary is visited once
-// per group, and at most m groups are non-empty.
-int64_t ActiveMTiles(int64_t m, int64_t tm, int64_t groups) {
-  return CeilDiv(m, tm) + std::min(groups, m) - 1;
-}
-
 void Finish(const Device& device, double overhead_per_step, double fixed_overhead,
             TilingCostEstimate& c) {
   c.compute_seconds = c.flops / device.peak_flops_per_second;
@@ -79,30 +69,32 @@ TilingCostEstimate RaggedGather(const KernelProblem& p, const Tiling& t) {
   return c;
 }
 
-// GPU: CTAs (active m-tiles × n tiles) in waves over the SMs.
-TilingCostEstimate GpuGroupedGemm(const KernelProblem& p, const Tiling& t, const Chip& chip,
-                                  const Device& device) {
+// GPU: the GPU GEMM model (sim/cost/gpu_gemm.h) with this CTA tile, m split evenly over the
+// groups; the fixed costs as CostGroupedMatmul charges them.
+TilingCostEstimate GpuGroupedGemm(const KernelProblem& p, const Tiling& t, const Chip& chip) {
   const ProblemShape& s = p.shape;
-  const MatrixUnitSpec& unit = *device.unit;
-  const int64_t sms = std::max<int64_t>(1, chip.proto().compute().sms_per_chip());
-  const int64_t tiles_n = CeilDiv(s.n, t.tn);
-  const int64_t active = ActiveMTiles(s.m, t.tm, s.groups);
-  const int64_t ctas = active * tiles_n;
-  const int64_t waves = CeilDiv(ctas, sms);
-  TilingCostEstimate c;
-  // Main-loop iterations over all CTAs: no time of their own in the proxy, but the search
-  // breaks ties in time by fewer of them (a k-step costs a barrier round trip).
-  c.grid_steps = ctas * CeilDiv(s.k, t.tk);
-  const double cta_flops = 2.0 * t.tm * t.tn * Pad(s.k, t.tk);
-  double derate = 1;
-  if (t.tm < unit.output_rows_elements() && unit.small_rows_fraction_of_peak() > 0) {
-    derate = unit.small_rows_fraction_of_peak();
+  GpuGemmProblem problem{
+      .lhs_type = p.dtypes.lhs, .rhs_type = p.dtypes.rhs, .out_type = p.dtypes.out};
+  const int64_t groups = std::max<int64_t>(1, s.groups);
+  for (int64_t g = 0; g < groups; ++g) {
+    problem.groups.push_back(
+        {.m = s.m / groups + (g < s.m % groups ? 1 : 0), .n = s.n, .k = s.k});
   }
-  // Charged as `waves` full waves: a partial last wave leaves SMs idle.
-  c.flops = static_cast<double>(waves) * sms * cta_flops / derate;
-  c.hbm_bytes = static_cast<double>(ctas) * Pad(s.k, t.tk) *
-                    (t.tm * Bytes(p.dtypes.lhs) + t.tn * Bytes(p.dtypes.rhs)) +
-                static_cast<double>(active) * t.tm * s.n * Bytes(p.dtypes.out);
+  const GpuGemmCost gpu = CostGpuGemm(problem, GpuGemmTile{.tm = t.tm, .tn = t.tn, .tk = t.tk}, chip);
+  TilingCostEstimate c;
+  // Main-loop iterations over all CTAs: no time of their own, but the search breaks ties in
+  // time by fewer of them (a k-step costs a barrier round trip).
+  c.grid_steps = gpu.ctas * CeilDiv(s.k, t.tk);
+  c.flops = gpu.executed_flops;
+  c.hbm_bytes = gpu.lhs_bytes + gpu.rhs_bytes + gpu.out_bytes;
+  c.compute_seconds = gpu.compute_seconds;
+  c.memory_seconds = gpu.operand_seconds + gpu.epilogue_seconds;
+  c.overhead_seconds =
+      chip.proto().compute().kernel_overhead_seconds() +
+      static_cast<double>(s.groups) *
+          chip.proto().efficiency().grouped_matmul_overhead_seconds_per_group();
+  c.seconds = gpu.unknown_rate.empty() ? gpu.seconds + c.overhead_seconds
+                                       : std::numeric_limits<double>::infinity();
   return c;
 }
 
@@ -185,8 +177,9 @@ std::string TilingCostModelName(KernelKind kernel) {
     return "roofline proxy (sim/fit/tiling_cost.h; the cost model has no SparseCore gather): "
            "the kernel's HBM bytes at HBM bandwidth + 0.35 us per step over the SparseCores";
   }
-  return "roofline proxy (sim/fit/tiling_cost.h; the cost model has no CTA waves): CTA tiles in "
-         "waves over the SMs at the per-SM MMA peak vs the HBM bytes they stream";
+  return "GPU GEMM model (sim/cost/gpu_gemm.h CostGpuGemm, the model CostGroupedMatmul uses on a "
+         "GPU; group sizes unknown: m split evenly): CTA tiles in waves over the SMs, HBM traffic "
+         "after L2 reuse, the epilogue after the main loop";
 }
 
 TilingCostEstimate EstimateTilingCost(const KernelProblem& problem, const Tiling& tiling,
@@ -209,12 +202,8 @@ TilingCostEstimate EstimateTilingCost(const KernelProblem& problem, const Tiling
       Finish(device, kTpuGridStepOverheadSeconds / cores, fixed, c);
       return c;
     }
-    case KernelKind::kGpuGroupedGemm: {
-      const Device device = DeviceOf(problem, chip);
-      c = GpuGroupedGemm(problem, tiling, chip, device);
-      Finish(device, 0, fixed, c);
-      return c;
-    }
+    case KernelKind::kGpuGroupedGemm:
+      return GpuGroupedGemm(problem, tiling, chip);
   }
   return c;
 }

@@ -10,27 +10,29 @@
 // so tiles_m + G - 1 visited m-tiles (every group boundary inside a tile), the tile waste of
 // whole (tm, tk, tn) tiles on the matrix unit, the weights re-read for every visited m-tile when
 // tiles_k > 1 (once per group when tk covers k), at the chip's matrix-unit rate and HBM
-// bandwidth (times its efficiency factors), plus the kernel overhead and, on TPUs, the chip's
-// compute.grid_step_overhead_seconds per grid step: without it, row tiles that move the same
-// bytes tie exactly (tests/fit/search_test.cc GridStepOverheadSeparatesRowTilesThatMove...). gmm_v2 with a fused activation streams two rhs blocks per
-// step: it is priced as one gmm with n and tn doubled (the work and the rhs traffic double, the
+// bandwidth (times its efficiency factors), plus the kernel overhead and, on TPUs, a floor of
+// compute.grid_step_overhead_seconds per grid step (a Pallas step lasts max(compute, DMA,
+// step overhead)): without it, row tiles that move the same bytes tie exactly
+// (tests/fit/search_test.cc GridStepOverheadSeparatesRowTilesThatMove...). gmm_v2 with a fused
+// activation streams two rhs blocks per step: it is priced as one gmm with n and tn doubled (the work and the rhs traffic double, the
 // lhs traffic does not). What the cost model leaves out is the same for every tiling of one
 // problem, so it does not change the ranking: the existing_out / partial_sum read (m·n or G·k·n
 // bytes), bias and quantisation-scale rows, and the out bytes of the fused activation, which
 // the doubling overstates by m·n.
 //
-// The cost model has no price for the SparseCore ragged gather or the GPU grouped GEMM's CTA
-// waves, so those two keep a roofline proxy (per device: a chip's figures divided by its
-// devices_per_chip):
+// gpu_grouped_gemm is priced by the GPU GEMM model CostGroupedMatmul uses on a GPU
+// (sim/cost/gpu_gemm.h CostGpuGemm) with the candidate CTA tile instead of the one the kernel
+// heuristic would pick, m split evenly over the groups: CTAs in waves over the SMs (a partial
+// last wave costs a whole one), each at the per-SM MMA rate (derated by
+// small_rows_fraction_of_peak when tm is under the full-rate M), against the operand bytes
+// left after L2 reuse, plus the epilogue's output write and the kernel and per-group fixed
+// costs; the k tile only pads k, and the search prefers fewer main-loop iterations among
+// equal times.
+// The cost model has no price for the SparseCore ragged gather, which keeps a roofline proxy
+// (per device: a chip's figures divided by its devices_per_chip):
 //   ragged_gather      bytes = the kernel's own cost estimate (backends.md 1a.3),
 //                      out_rows·D·dtype·2 + out_rows·4 (+ out_rows·4 with weights), at HBM
 //                      bandwidth; plus 0.35 us per step spread over the SparseCores
-//   gpu_grouped_gemm   CTAs (tiles_m + G - 1 active m-tiles × n tiles) in waves over the SMs,
-//                      each CTA's MMA work at the per-SM peak (derated by
-//                      small_rows_fraction_of_peak when tm is below the full-rate M), against
-//                      the HBM bytes of the A and B tiles it streams; the k tile changes no
-//                      estimate, and the search prefers fewer main-loop iterations among equal
-//                      times
 //   seconds = max(compute_seconds, memory_seconds) + overhead_seconds (+ kernel overhead).
 // 0.35 us per grid step is the per-step cost the Pallas TPU matmul guide quotes (recalled, not
 // in shared/reference).
@@ -60,7 +62,8 @@ struct TilingCostEstimate {
   int64_t grid_steps = 0;
 };
 
-// Whether the cost model (CostGroupedMatmul) prices `kernel`, rather than the proxy.
+// Whether the cost model (CostGroupedMatmul) prices `kernel` (gpu_grouped_gemm: CostGpuGemm
+// with the candidate tile; ragged_gather: the proxy).
 bool PricedByCostModel(KernelKind kernel);
 
 // The estimate for one legal tiling of a validated problem. A problem the cost model refuses
@@ -70,8 +73,8 @@ TilingCostEstimate EstimateTilingCost(const KernelProblem& problem, const Tiling
                                       const Chip& chip);
 
 // One line naming what ranks `kernel`'s tilings, for reports: "cost model
-// (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes unknown: ...)" or "roofline proxy
-// (sim/fit/tiling_cost.h): ...".
+// (sim/cost/grouped_matmul.h CostGroupedMatmul, group sizes unknown: ...)", "GPU GEMM model
+// (sim/cost/gpu_gemm.h CostGpuGemm ...)" or "roofline proxy (sim/fit/tiling_cost.h): ...".
 std::string TilingCostModelName(KernelKind kernel);
 
 }  // namespace perfsim

@@ -20,9 +20,12 @@
 // the expert width per device, a wi ragged-dot maps D -> F (forward), F -> D (dlhs, contracting
 // the rhs's last dimension) or gives a [G, D, F] weight gradient; wo the opposite. When D == F
 // the two cannot be told apart and wi's tiling is used; a ragged-dot of neither shape uses wi's.
-// GPU: the ragged_dot_tiling metadata is TPU-only; ragged-dots keep (128, 128, 128), a
-// CUTLASS-sized CTA tile, as before. A spec without knobs (not made by StepSpec::Defaults) gets
-// megablox's default (128, 128, 128) too.
+// GPU: the ragged_dot_tiling metadata is TPU-only; a GPU ragged-dot runs a grouped-GEMM kernel
+// that picks its own CTA tile per call (sim/cost/gpu_gemm.h ChooseGpuGemmTile: (128, 256) with
+// a 64-element k step for large bf16 shapes). CostGroupedMatmul picks it on the routed group
+// sizes; the tiling returned here is the one for m split evenly over the groups, as
+// (tm, tk, tn). A spec without knobs (not made by StepSpec::Defaults) gets megablox's default
+// (128, 128, 128).
 #ifndef PERFSIM_SIM_PREDICT_RAGGED_DOT_TILING_H_
 #define PERFSIM_SIM_PREDICT_RAGGED_DOT_TILING_H_
 
@@ -37,7 +40,7 @@ namespace perfsim {
 
 struct RaggedDotTiling {
   GmmTiling tiling;
-  std::string source;  // "wi.fwd knob (ragged_dot_tiling metadata)", "GPU default (128, 128, 128)"
+  std::string source;  // "wi.fwd knob (ragged_dot_tiling metadata)", "GPU: ... CTA tile ..."
 };
 
 // `spec` is the ragged-dot as a grouped matmul (kind, m, k, n); `rhs_contracting_dim` is the

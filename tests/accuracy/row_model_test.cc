@@ -48,15 +48,17 @@ double Hit(double m, double e, int k) {
 }
 
 TEST(RowModel, DeepGemmPhysicsIsTheFp8RooflinePlusTheEpilogueWrite) {
-  // M001 on H800 (fp8 peak 1.979e15 FLOP/s, HBM 3.35e12 B/s, 1 us launch): useful flops
-  // 2 * 32768 * 7168 * 4096 (972 us); operands streamed under the main loop: lhs 32768 * 7168
-  // (fp8, read once: one tile spans n) + rhs 4 * 7168 * 4096 (each group's weights once),
-  // 105 us; the epilogue writes out 32768 * 4096 * 2 B (bf16) after the loop, 80 us, not
-  // overlapped (sim/cost/grouped_matmul.h): seconds = max(972, 105) + 80 + 1 us.
+  // M001 on H800 (fp8 peak 1.979e15 FLOP/s, HBM 3.35e12 B/s, 132 SMs, 1 us launch): useful
+  // flops 2 * 32768 * 7168 * 4096 in CTA tiles (128, 256) (sim/cost/gpu_gemm.h): 4096 CTAs in
+  // 32 waves, 32·132/4096 of the work's time: 1003 us. Operands streamed under the main loop,
+  // per group: the 58.7 MB of rows once, the 29.4 MB weight (over half the 50 MiB L2) once per
+  // band of 28 of the 64 row tiles, 3 times: 4 · (8192·7168 + 3·7168·4096) B, 175 us. The
+  // epilogue writes out 32768 * 4096 * 2 B (bf16) after the loop, 80 us, not overlapped
+  // (sim/cost/grouped_matmul.h): seconds = max(1003, 175) + 80 + 1 us.
   const RowModel m = MustModel("M001");
   const double flops = 2.0 * 32768 * 7168 * 4096;
-  const double compute = flops / 1.979e15;
-  const double operands = (32768.0 * 7168 + 4.0 * 7168 * 4096) / 3.35e12;
+  const double compute = flops * (32.0 * 132 / 4096) / 1.979e15;
+  const double operands = 4 * (8192.0 * 7168 + 3.0 * 7168 * 4096) / 3.35e12;
   const double epilogue = 32768.0 * 4096 * 2 / 3.35e12;
   const double seconds = std::max(compute, operands) + epilogue + 1e-6;
   EXPECT_REL(ModelSeconds(m, ChipFactors()), seconds, 1e-9);

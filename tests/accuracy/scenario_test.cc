@@ -139,7 +139,7 @@ TEST(Scenario, TimingMethodIsWhatTheRowSaysNotWhichLibraryItIs) {
   EXPECT_EQ(RowTimingMethod(notes_only), TimingMethod::kDevice);
 }
 
-TEST(Scenario, DeepGemmRowIsFourGroupsOfFp8OnOneTilePerGpuBlock) {
+TEST(Scenario, DeepGemmRowIsFourGroupsOfFp8OnTheKernelsCtaTile) {
   // M001: groups=4; M_per_group=8192; N=4096; K=7168, FP8 e4m3 in, BF16 out, H800.
   const Scenario s = MustMap(CalibrationRow("M001"));
   EXPECT_EQ(s.chip, "gpu_h800");
@@ -155,10 +155,13 @@ TEST(Scenario, DeepGemmRowIsFourGroupsOfFp8OnOneTilePerGpuBlock) {
   EXPECT_EQ(spec.lhs_type, PrimitiveType::kF8E4M3FN);
   EXPECT_EQ(spec.rhs_type, PrimitiveType::kF8E4M3FN);
   EXPECT_EQ(spec.out_type, PrimitiveType::kBF16);
-  // GPU: one 128-row tile spanning all of k and n.
+  // GPU: the kernel's CTA tile (sim/cost/gpu_gemm.h). Tiles hold at most 128·256 outputs, so
+  // no tile gives fewer than 32768·4096 / 32768 = 4096 CTAs: 32 waves of 132 SMs, which
+  // (128, 256) and (256, 128) reach (last wave 4096 − 31·132 = 4 CTAs for both, no padding);
+  // the wider tn wins. The k step is 128 bytes of fp8.
   EXPECT_EQ(spec.tm, 128);
-  EXPECT_EQ(spec.tk, 7168);
-  EXPECT_EQ(spec.tn, 4096);
+  EXPECT_EQ(spec.tk, 128);
+  EXPECT_EQ(spec.tn, 256);
 }
 
 TEST(Scenario, TpuDecodeRowSpreadsTouchedGroupsAndUsesGmmV2Tiling) {

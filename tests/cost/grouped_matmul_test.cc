@@ -140,12 +140,14 @@ TEST(GroupedMatmul, TimeIsTheRooflineOfExecutedFlopsAndTraffic) {
   EXPECT_DOUBLE_EQ(cost.compute_seconds, 22548578304.0 / 4.59e14);
   EXPECT_DOUBLE_EQ(cost.memory_seconds, (22020096.0 + 176160768.0 + 4194304.0) / 2.765e12);
   EXPECT_EQ(cost.bound, Bound::kMemory);
-  // Plus the grid's fixed cost: each of the 2 TensorCores runs ceil(2 n-tiles / 2) = 1 n-tile
-  // × 6 visited m-tiles × 14 k-tiles = 84 steps at 0.35 us (compute.grid_step_overhead_seconds
-  // of tpu_v5p).
+  // The grid: each of the 2 TensorCores runs ceil(2 n-tiles / 2) = 1 n-tile × 6 visited
+  // m-tiles × 14 k-tiles = 84 steps; a step lasts at least 0.35 us
+  // (compute.grid_step_overhead_seconds of tpu_v5p), 29.4 us in all, under the 73.2 us of DMA
+  // the steps overlap with: the time is the memory time.
   EXPECT_EQ(cost.grid_steps_per_core, 84);
-  EXPECT_DOUBLE_EQ(cost.overhead_seconds, 84 * 0.35e-6);
-  EXPECT_DOUBLE_EQ(cost.seconds, cost.memory_seconds + 84 * 0.35e-6);
+  EXPECT_DOUBLE_EQ(cost.grid_step_seconds, 84 * 0.35e-6);
+  EXPECT_NEAR(cost.overhead_seconds, 0, 1e-18);
+  EXPECT_DOUBLE_EQ(cost.seconds, cost.memory_seconds);
   EXPECT_TRUE(cost.unknown_rates.empty());
   // A TPU kernel pipelines its output block with the operands: no separate epilogue.
   EXPECT_EQ(cost.epilogue_seconds, 0.0);
@@ -165,7 +167,8 @@ Chip DatasheetChip(const std::string& name) {
 }
 
 // DeepGEMM's FC2-like shape (shared/reference/calibration.csv M002): 4 groups of 8192 rows,
-// k = 2048, n = 7168, fp8 operands, bf16 out, one 128-row tile over all of k and n.
+// k = 2048, n = 7168, fp8 operands, bf16 out. The spec's tiling is a TPU notion: on a GPU the
+// kernel's own CTA tile is used (sim/cost/gpu_gemm.h).
 GroupedMatmulSpec DeepGemmFc2Spec() {
   GroupedMatmulSpec spec;
   spec.m = 32768;
@@ -183,28 +186,36 @@ GroupedMatmulSpec DeepGemmFc2Spec() {
 }
 
 TEST(GroupedMatmul, GpuEpilogueWriteIsNotOverlappedWithTheMainLoop) {
-  // H800 at datasheet peaks: 1.979e15 FLOP/s fp8, 3.35e12 B/s HBM, 1 us kernel launch.
-  // 256 m-tiles of 128 rows (group boundaries fall on tiles), one k and one n tile:
-  //   compute   2 * 32768 * 2048 * 7168 = 962072674304 flops / 1.979e15     = 486.1 us
-  //   operands  lhs 256 * 128 * 2048 * 1 B = 67108864 (read once: one n tile)
-  //             rhs 4 * 2048 * 7168 * 1 B  = 58720256 (each group's weights once)
-  //             (67108864 + 58720256) / 3.35e12                              =  37.6 us
-  //   epilogue  out 256 * 128 * 7168 * 2 B = 469762048 / 3.35e12              = 140.2 us
-  // seconds = max(compute, operands) + epilogue + launch = 627.3 us, where a roofline over all
-  // the bytes would give max(486.1, 177.8) + 1 = 487.1 us.
+  // H800 at datasheet peaks: 1.979e15 FLOP/s fp8, 3.35e12 B/s HBM, 132 SMs, 1 us launch.
+  // CTA tile (128, 256) (gpu_gemm.h: the fewest waves): 4 groups × 64 m-tiles × 28 n-tiles =
+  // 7168 CTAs in 55 waves (54.3):
+  //   compute   2 * 32768 * 2048 * 7168 = 962072674304 flops (no padding)
+  //             · 55·132/7168 / 1.979e15                                     = 492.4 us
+  //   operands  each group's lhs 8192·2048 B and weight 2048·7168 B fit half the L2 (25 MiB),
+  //             so each is read once: (67108864 + 58720256) B / 3.35e12      =  37.6 us
+  //   epilogue  out 32768 * 7168 * 2 B = 469762048 / 3.35e12                  = 140.2 us
+  // seconds = max(compute, operands) + epilogue + launch = 633.6 us, where a roofline over all
+  // the bytes would give max(492.4, 177.8) + 1 = 493.4 us.
   const Chip chip = DatasheetChip("gpu_h800");
   PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost, CostGroupedMatmul(DeepGemmFc2Spec(), chip));
-  const double compute = 962072674304.0 / 1.979e15;
+  const double compute = 962072674304.0 * (55.0 * 132 / 7168) / 1.979e15;
   const double operands = (67108864.0 + 58720256.0) / 3.35e12;
   const double epilogue = 469762048.0 / 3.35e12;
+  ASSERT_TRUE(cost.gpu_gemm.has_value());
+  EXPECT_EQ(cost.gpu_gemm->tile.tm, 128);
+  EXPECT_EQ(cost.gpu_gemm->tile.tn, 256);
+  EXPECT_EQ(cost.gpu_gemm->waves, 55);
   EXPECT_DOUBLE_EQ(cost.work.flops, 962072674304.0);
+  EXPECT_DOUBLE_EQ(cost.work.executed_flops, 962072674304.0);
+  EXPECT_DOUBLE_EQ(cost.work.bytes_accessed, 67108864.0 + 58720256.0 + 469762048.0);
   EXPECT_DOUBLE_EQ(cost.compute_seconds, compute);
   EXPECT_DOUBLE_EQ(cost.operand_seconds, operands);
   EXPECT_DOUBLE_EQ(cost.epilogue_seconds, epilogue);
   EXPECT_DOUBLE_EQ(cost.memory_seconds, (67108864.0 + 58720256.0 + 469762048.0) / 3.35e12);
   EXPECT_DOUBLE_EQ(cost.overhead_seconds, 1e-6);
   EXPECT_DOUBLE_EQ(cost.seconds, compute + epilogue + 1e-6);
-  EXPECT_EQ(cost.bound, Bound::kCompute);  // 486 us of compute vs 178 us of memory
+  EXPECT_EQ(cost.bound, Bound::kCompute);  // 492 us of compute vs 178 us of memory
+  EXPECT_EQ(cost.grid_steps_per_core, 0);   // no Pallas grid on a GPU
 
   // The epilogue is HBM traffic: half the HBM efficiency doubles it and the operand time.
   HardwareSpec slower = chip.proto();
@@ -217,11 +228,12 @@ TEST(GroupedMatmul, GpuEpilogueWriteIsNotOverlappedWithTheMainLoop) {
 }
 
 TEST(GroupedMatmul, GpuMemoryBoundCallStreamsTheWeightsThenWritesTheOutput) {
-  // Decode-like: one group of 64 bf16 rows through a [7168 x 2048] bf16 weight, f32 out, one
-  // tile (64, 7168, 2048) on H100 at datasheet peaks (9.89e14 FLOP/s bf16, 3.35e12 B/s; 64
-  // rows reach wgmma's M, so no small-rows derate):
-  //   compute   2 * 64 * 7168 * 2048 / 9.89e14                            = 1.90 us
-  //   operands  (64 * 7168 * 2 + 7168 * 2048 * 2) B / 3.35e12              = 9.04 us
+  // Decode-like: one group of 64 bf16 rows through a [7168 x 2048] bf16 weight, f32 out, on
+  // H100 at datasheet peaks (9.89e14 FLOP/s bf16, 3.35e12 B/s, 132 SMs). The kernel spreads
+  // the call over the SMs: CTA tile (64, 16), 128 CTAs in one wave (gpu_gemm.h); 64 rows reach
+  // wgmma's M, so no small-rows derate:
+  //   compute   2 * 64 * 7168 * 2048 · 132/128 / 9.89e14                   = 1.96 us
+  //   operands  (64 * 7168 * 2 + 7168 * 2048 * 2) B / 3.35e12  (each once)  = 9.04 us
   //   epilogue  64 * 2048 * 4 B / 3.35e12                                  = 0.16 us
   // seconds = 9.04 + 0.16 + 1 (launch); memory bound.
   GroupedMatmulSpec spec;
@@ -230,26 +242,53 @@ TEST(GroupedMatmul, GpuMemoryBoundCallStreamsTheWeightsThenWritesTheOutput) {
   spec.n = 2048;
   spec.num_groups = 1;
   spec.group_sizes = std::vector<int64_t>{64};
-  spec.tm = 64;
-  spec.tk = 7168;
-  spec.tn = 2048;
   PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost,
                                CostGroupedMatmul(spec, DatasheetChip("gpu_h100")));
   const double operands = (64.0 * 7168 * 2 + 7168.0 * 2048 * 2) / 3.35e12;
   const double epilogue = 64.0 * 2048 * 4 / 3.35e12;
-  EXPECT_DOUBLE_EQ(cost.compute_seconds, 2.0 * 64 * 7168 * 2048 / 9.89e14);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds, 2.0 * 64 * 7168 * 2048 * (132.0 / 128) / 9.89e14);
   EXPECT_DOUBLE_EQ(cost.operand_seconds, operands);
   EXPECT_DOUBLE_EQ(cost.epilogue_seconds, epilogue);
   EXPECT_DOUBLE_EQ(cost.seconds, operands + epilogue + 1e-6);
   EXPECT_EQ(cost.bound, Bound::kMemory);
 }
 
-TEST(GroupedMatmul, GridStepsSeparateTilingsWithTheSameRoofline) {
-  // One group of 4096 rows through [7168 x 2048] on v7x with tk = k and tn = n: the roofline
+TEST(GroupedMatmul, GpuTgmmContractsTheGroupRowsAndZeroesEmptyGroups) {
+  // dW[g] [k = 512, n = 256] = x[rows of g]^T · dy[rows of g], groups of {0, 1024} rows, bf16
+  // in, f32 out, on an H100: each group is a GEMM with a [512, 256] output contracting its
+  // rows. Whatever CTA tile the kernel picks: flops 2·1024·512·256 (the empty group none),
+  // and both groups write their [512, 256] f32 gradient, the empty one as zeros.
+  GroupedMatmulSpec spec;
+  spec.kind = GroupedMatmulKind::kTgmm;
+  spec.m = 1024;
+  spec.k = 512;
+  spec.n = 256;
+  spec.num_groups = 2;
+  spec.group_sizes = std::vector<int64_t>{0, 1024};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost cost,
+                               CostGroupedMatmul(spec, DatasheetChip("gpu_h100")));
+  ASSERT_TRUE(cost.gpu_gemm.has_value());
+  EXPECT_EQ(cost.gpu_gemm->flops, 2.0 * 1024 * 512 * 256);
+  EXPECT_EQ(cost.work.out_bytes, 2.0 * 512 * 256 * 4);
+  // Operands (x^T 512 x 1024 and dy 1024 x 256, bf16) fit the L2: read once.
+  EXPECT_EQ(cost.work.lhs_bytes, 512.0 * 1024 * 2);
+  EXPECT_EQ(cost.work.rhs_bytes, 1024.0 * 256 * 2);
+}
+
+TEST(GroupedMatmul, PallasGridStepsCostTheirOverheadOnlyWhenItExceedsComputeAndDma) {
+  // One group of 4096 rows through [7168 x 2048] (bf16 in, f32 out) on a datasheet v7x device
+  // (1.1535e15 FLOP/s bf16, 3.69e12 B/s, one TensorCore) with tk = k and tn = n. The roofline
   // is the same for tm = 8 and tm = 128 (no tile waste: 4096 is a multiple of both; the weights
-  // are read once either way), but tm = 8 runs 4096/8 = 512 grid steps and tm = 128 runs 32,
-  // so tm = 8 pays (512 - 32) × 0.35 us = 168 us more.
-  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ResolveChip("tpu_v7x"));
+  // are read once either way):
+  //   compute  2·4096·7168·2048 / 1.1535e15                                = 104.3 us
+  //   memory   W = 7168·2048·2 B (the weights) / 3.69e12                   =   8.0 us
+  //            D = (4096·7168·2 + 4096·2048·4) B (rows in, out) / 3.69e12  =  25.0 us
+  // A Pallas step lasts max(compute, DMA, 0.35 us); the first step also fetches the group's
+  // weights. tm = 8: 512 steps of 0.2 us of compute, so
+  //   (D/512 + W) + 511 · 0.35 us = 187 us, overhead bound (179.2 us of step costs > 104.3);
+  // tm = 128: 32 steps of 3.26 us, the first waiting for the weights:
+  //   (D/32 + W) + 31 · 3.26 us = 109.8 us, compute bound.
+  const Chip chip = DatasheetChip("tpu_v7x");
   GroupedMatmulSpec spec;
   spec.m = 4096;
   spec.k = 7168;
@@ -262,10 +301,29 @@ TEST(GroupedMatmul, GridStepsSeparateTilingsWithTheSameRoofline) {
   PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost small, CostGroupedMatmul(spec, chip));
   spec.tm = 128;
   PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost large, CostGroupedMatmul(spec, chip));
+  const double compute = 2.0 * 4096 * 7168 * 2048 / (2.307e15 / 2);
+  const double w = 7168.0 * 2048 * 2 / (7.38e12 / 2);
+  const double d = (4096.0 * 7168 * 2 + 4096.0 * 2048 * 4) / (7.38e12 / 2);
   EXPECT_EQ(small.grid_steps_per_core, 512);
   EXPECT_EQ(large.grid_steps_per_core, 32);
   EXPECT_DOUBLE_EQ(small.memory_seconds, large.memory_seconds);
-  EXPECT_NEAR(small.seconds - large.seconds, 480 * 0.35e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(large.memory_seconds, w + d);
+  EXPECT_DOUBLE_EQ(small.seconds, d / 512 + w + 511 * 0.35e-6);
+  EXPECT_DOUBLE_EQ(small.grid_step_seconds, 512 * 0.35e-6);
+  // What the grid adds over the roofline is overhead (seconds = roofline + overhead).
+  EXPECT_DOUBLE_EQ(small.overhead_seconds, small.seconds - compute);
+  EXPECT_EQ(small.bound, Bound::kOverhead);
+  EXPECT_DOUBLE_EQ(large.seconds, d / 32 + w + 31 * compute / 32);
+  EXPECT_EQ(large.bound, Bound::kCompute);
+
+  // XLA's native ragged-dot is not a Pallas kernel: no grid steps, so tm = 8 costs the
+  // roofline, as tm = 128 does.
+  spec.tm = 8;
+  spec.implementation = GroupedMatmulImplementation::kXlaRaggedDot;
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost xla, CostGroupedMatmul(spec, chip));
+  EXPECT_EQ(xla.grid_steps_per_core, 0);
+  EXPECT_DOUBLE_EQ(xla.seconds, compute);
+  EXPECT_EQ(xla.bound, Bound::kCompute);
 }
 
 TEST(GroupedMatmul, OddNTilesLeaveAMegacoreIdle) {

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/cost/gpu_gemm.h"
 #include "sim/cost/grouped_matmul.h"
 #include "sim/fit/fit_report.h"
 #include "sim/fit/tiling_cost.h"
@@ -108,23 +109,39 @@ TEST(FitSearch, BestIsTheFastestFittingCandidateAndRunnersUpFollowInOrder) {
 TEST(FitSearch, GridStepOverheadSeparatesRowTilesThatMoveTheSameBytes) {
   // DeepSeek-V3 gmm on v7x with tk = k and tn = 1024: every group's weights are read once per
   // n tile and every lhs row once per n tile, whatever tm is, so tm = 8 and tm = 64 move the
-  // same HBM bytes and both are memory-bound (the matrix unit takes 8-row tiles, so tm = 8
-  // wastes no compute). What differs is the grid: (m/tm + G - 1) visited m-tiles x 2 n-tiles:
-  //   tm = 64: (256 + 255) x 2 = 1022 steps;  tm = 8: (2048 + 255) x 2 = 4606 steps,
-  // 3584 more steps at v7x's grid_step_overhead_seconds (0.35 us): 1254.4 us slower. Without
-  // the per-step cost the two tied exactly and the search's order was the tie-break's.
+  // same HBM bytes: lhs 2·16384·7168·2, weights 256·7168·2048·2, out 16384·2048·2 B. What
+  // differs is the grid: (m/tm + G - 1) visited m-tiles x 2 n-tiles:
+  //   tm = 64: (256 + 255) x 2 = 1022 steps;  tm = 8: (2048 + 255) x 2 = 4606 steps.
+  // A Pallas step lasts max(compute, DMA, 0.35 us) (grouped_matmul.h). The 256 · 2 = 512 steps
+  // that start a group's run also fetch its [7168, 1024] weight block (W / 512 each, W = the
+  // weights' HBM time); every step moves its share of the rest (D / steps). A tm = 8 step
+  // computes 0.1 us, under 0.35 us: tm = 8 costs 512 · (W/512 + D/4606) + 4094 · 0.35 us.
+  // A tm = 64 step computes c = 8x that (0.81 us): 512 · (W/512 + D/1022) + 510 · c. tm = 8
+  // is about 1 ms slower; with the per-step cost at 0 the two differ only by how the
+  // weight fetches hide, and the search's order would rest on that alone.
   const Chip chip = LoadChip("tpu_v7x");
   const KernelProblem p = DeepSeekGmm();
   const TilingCostEstimate t64 = EstimateTilingCost(p, Tiling{64, 7168, 1024}, chip);
   const TilingCostEstimate t8 = EstimateTilingCost(p, Tiling{8, 7168, 1024}, chip);
   EXPECT_EQ(t64.memory_seconds, t8.memory_seconds);
-  EXPECT_GT(t8.memory_seconds, t8.compute_seconds);
   EXPECT_EQ(t64.grid_steps, 1022);
   EXPECT_EQ(t8.grid_steps, 4606);
-  EXPECT_NEAR(t8.seconds - t64.seconds, 3584 * 0.35e-6, 1e-12);
+  const double hbm = 7.38e12 / 2 * chip.proto().efficiency().hbm_fraction_of_peak();
+  const double w = 256.0 * 7168 * 2048 * 2 / hbm;
+  const double d = (2.0 * 16384 * 7168 * 2 + 16384.0 * 2048 * 2) / hbm;
+  EXPECT_DOUBLE_EQ(t8.memory_seconds, w + d);
+  const double c64 = t64.compute_seconds / 1022;
+  ASSERT_GT(c64, 0.35e-6);
+  ASSERT_LT(t8.compute_seconds / 4606, 0.35e-6);
+  const double fixed =
+      chip.proto().compute().kernel_overhead_seconds() +
+      256 * chip.proto().efficiency().grouped_matmul_overhead_seconds_per_group();
+  EXPECT_NEAR(t8.seconds, 512 * (w / 512 + d / 4606) + 4094 * 0.35e-6 + fixed, 1e-12);
+  EXPECT_NEAR(t64.seconds, 512 * (w / 512 + d / 1022) + 510 * c64 + fixed, 1e-12);
+  EXPECT_GT(t8.seconds - t64.seconds, 0.5e-3);
   PERFSIM_ASSERT_OK_AND_ASSIGN(TilingSearchResult r, SearchTilings(p, chip, {}));
   ASSERT_TRUE(r.best.has_value());
-  EXPECT_EQ(r.best->tiling, (Tiling{64, 7168, 1024}));
+  EXPECT_NE(r.best->tiling.tm, 8);
 }
 
 TEST(FitSearch, IsDeterministic) {
@@ -245,19 +262,32 @@ TEST(FitCost, FusedFfnAndV2KernelsArePricedByTheCostModel) {
   EXPECT_EQ(fused.grid_steps, plain.grid_steps);
 }
 
-TEST(FitCost, SparseCoreAndGpuKernelsKeepTheProxy) {
+TEST(FitCost, GpuKernelsArePricedByTheGpuGemmModelAndTheGatherByTheProxy) {
   EXPECT_FALSE(PricedByCostModel(KernelKind::kRaggedGather));
   EXPECT_FALSE(PricedByCostModel(KernelKind::kGpuGroupedGemm));
-  EXPECT_THAT(TilingCostModelName(KernelKind::kGpuGroupedGemm),
+  EXPECT_THAT(TilingCostModelName(KernelKind::kRaggedGather),
               ::testing::HasSubstr("roofline proxy"));
+  EXPECT_THAT(TilingCostModelName(KernelKind::kGpuGroupedGemm),
+              ::testing::HasSubstr("CostGpuGemm"));
   EXPECT_THAT(TilingCostModelName(KernelKind::kGmm), ::testing::HasSubstr("CostGroupedMatmul"));
   // GPU: m = 1024, k = 512, n = 1024, one group, bf16, CTA tile 128×64×128 on an H100
-  // (132 SMs): 8 × 8 = 64 CTAs in one wave, 8 k-steps each: 512 main-loop iterations.
+  // (132 SMs): 8 × 8 = 64 CTAs in one wave, 8 k-steps each: 512 main-loop iterations. The
+  // estimate is sim/cost/gpu_gemm.h's with that tile, plus the fixed costs.
   const Chip gpu = LoadChip("gpu_h100");
   const KernelProblem p = Problem(KernelKind::kGpuGroupedGemm, {1024, 512, 1024, 1}, kBf16);
   const TilingCostEstimate c = EstimateTilingCost(p, Tiling{128, 64, 128}, gpu);
   EXPECT_EQ(c.grid_steps, 512);
-  EXPECT_GT(c.seconds, 0);
+  const GpuGemmCost model = CostGpuGemm(
+      GpuGemmProblem{.groups = {{.m = 1024, .n = 1024, .k = 512}},
+                     .lhs_type = kBf16,
+                     .rhs_type = kBf16,
+                     .out_type = kBf16},
+      GpuGemmTile{.tm = 128, .tn = 128, .tk = 64}, gpu);
+  EXPECT_EQ(model.ctas, 64);
+  EXPECT_DOUBLE_EQ(c.seconds, model.seconds + c.overhead_seconds);
+  EXPECT_DOUBLE_EQ(c.hbm_bytes, model.lhs_bytes + model.rhs_bytes + model.out_bytes);
+  // One wave of 64 CTAs on 132 SMs: the 68 idle SMs cost nothing more (one wave either way).
+  EXPECT_EQ(model.waves, 1);
 }
 
 }  // namespace

@@ -45,11 +45,15 @@ double PhaseSeconds(const Prediction& p, const std::string& phase) {
 }
 
 TEST(PredictTest, DoublingTokensDoublesExpertTimeWhenComputeBound) {
-  // 4096 tokens per device × K=8 = 32768 rows through [7168 × 2048] experts: 2·32768·7168·2048
-  // ≈ 0.96 TFLOP per projection, far above the H100's ridge point, so the grouped matmuls are
-  // compute bound and their time is linear in rows.
-  absl::StatusOr<Prediction> one = Predict(DeepSeekOnH100(4096));
-  absl::StatusOr<Prediction> two = Predict(DeepSeekOnH100(8192));
+  // 16384 tokens per device × K=8 = 131072 rows over the 256 experts, 512 rows each, through
+  // [7168 × 2048] weights: the GPU grouped GEMM reads each expert's weights once (they fit the
+  // L2), so it does 2·512 = 1024 flops per weight byte... i.e. 512 per bf16 byte pair, above
+  // the H100's ridge (989e12 / 3.35e12 = 295 flops per byte, 255 with the shipped
+  // fractions): the grouped matmuls are compute bound at both sizes, and their time (and the
+  // elementwise work around them) is linear in rows. (At 4096 tokens, 128 rows per expert,
+  // they are bound by reading the 7.5 GB of weights, which does not grow with the rows.)
+  absl::StatusOr<Prediction> one = Predict(DeepSeekOnH100(16384));
+  absl::StatusOr<Prediction> two = Predict(DeepSeekOnH100(32768));
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_TRUE(two.ok()) << two.status();
   const double ratio = PhaseSeconds(*two, "experts") / PhaseSeconds(*one, "experts");
