@@ -12,11 +12,10 @@
 //       "rhs (E=64, K x N=4096x2048)" with the tokens cell "touched groups x rows = 30x3"
 //       (the touched groups evenly spread over E). "op=fwd|dlhs|drhs" picks the forward gmm,
 //       the input-gradient gmm (k and n swapped) or the weight-gradient tgmm; default fwd.
-//       Tiling: on a GPU one 128-row tile spanning all of k and n. The grouped-matmul model's
-//       block re-reads describe a TPU kernel streaming through VMEM; a GPU's L2 (50 MiB on
-//       Hopper) keeps the blocks a wave re-reads, so HBM sees each operand about once, which is
-//       what DeepGEMM's own memory_bw figure counts; 128 rows is the block M its contiguous
-//       layout aligns groups to. On a TPU, gmm_v2 (backend_kernel names it) gets its default
+//       Tiling: on a GPU the kernel's CTA tile, waves and L2-aware traffic of
+//       sim/cost/gpu_gemm.h, the model predict and fit use too (CostGroupedMatmul on a GPU):
+//       re-reads a wave shares stay in the L2 (50 MiB on Hopper), so HBM sees each operand
+//       once while it fits, as DeepGEMM's own memory_bw figure counts. On a TPU, gmm_v2 (backend_kernel names it) gets its default
 //       tiling (shared/reference/backends.md 1b): tm = 128·min(⌈16/lhs bits⌉,2) /
 //       min(⌈16/rhs bits⌉,2) clipped to m, tk = k and tn = n rounded up to 128, then tn and
 //       then tk halved (floors 512 and 128) until sim/fit says the kernel fits its VMEM limit;
@@ -99,7 +98,7 @@ enum class ScenarioMetric {
 
 struct GroupedGemmScenario {
   GroupedMatmulSpec spec;
-  std::string tiling_rule;  // "GPU: one 128-row tile over all of k and n", ...
+  std::string tiling_rule;  // "GPU: CTA tile (128, 256), k step 128, L2 reuse ...", ...
 };
 
 enum class EpOp { kDispatch, kCombine };
