@@ -119,6 +119,36 @@ TEST(EpDispatch, LowLatencyModeSendsEveryPairDirectly) {
   EXPECT_EQ(EpPathFor(EpKernelMode::kLowLatency, 1), EpPath::kNvlink);
 }
 
+TEST(EpDispatch, HybridEpOnAnNvl72RackIsNvlinkBound) {
+  // calibration.csv M072: HybridEP dispatch on 8 GB200s of one NVL72 rack, 32 SMs, 4096 FP8
+  // tokens of 7168 + 4 * 56 = 7392 B, top-8 of 64 experts (8 per rank): a token needs a given
+  // rank with P = 1 - C(56, 8) / C(64, 8) = 0.67907. Each rank sends 7 * 4096 * P * 7392 =
+  // 143.92 MB. gpu_gb200 at datasheet efficiency (its sourced compute fields kept):
+  //   NVLink port 18 x 50e9 = 9e11 B/s: 159.92 us
+  //   SM copy (send + receive) 2 * 143.92 MB / (32 SMs * 6.288e10 B/s) = 143.05 us
+  // so NVLink bounds it: 5 us collective launch + 1 us hop + 159.92 us = 165.92 us, i.e.
+  // 8 * 4096 * P * 7392 B received / 165.92 us = 991 GB/s. The row's kernel-only figures,
+  // 714-764 GB/s, are 0.72-0.77 of that: B200's NVLink 5 fraction fitted on M053 (0.718).
+  HardwareSpec spec = ::perfsim::testing::MustLoadChip("gpu_gb200").proto();
+  spec.clear_efficiency();
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, Chip::FromProto(spec));
+  double miss = 1;  // C(56, 8) / C(64, 8)
+  for (int i = 0; i < 8; ++i) miss *= (56.0 - i) / (64.0 - i);
+  EpExchange ep;
+  ep.gpus_per_node = 8;
+  ep.tokens_per_rank = 4096;
+  ep.bytes_per_token = 7392;
+  ep.p_rank = 1 - miss;
+  ep.sms = 32;
+  PERFSIM_ASSERT_OK_AND_ASSIGN(EpTime t, TimeEpExchange(ep, chip, MustTopology(chip, "8")));
+  const double send = 7 * 4096 * (1 - miss) * 7392;
+  EXPECT_EQ(t.path, EpPath::kNvlink);
+  EXPECT_SECONDS(t.nvlink_seconds, send / 9e11);
+  EXPECT_SECONDS(t.sm_seconds, 2 * send / (32 * 6.288e10));
+  EXPECT_SECONDS(t.seconds, 6e-6 + send / 9e11);
+  EXPECT_NEAR(8 * 4096 * (1 - miss) * 7392 / t.seconds / 1e9, 991.4, 0.1);
+}
+
 TEST(EpDispatch, RejectsATopologyOfAnotherShape) {
   const Chip chip = GpuWithSmRate();
   EXPECT_THAT(TimeEpExchange(Exchange(2), chip, MustTopology(chip, "8")),

@@ -72,16 +72,24 @@ TEST(Topology, GpuSlicesAreNvlinkDomainsJoinedByInfiniband) {
   const Topology one = MustTopology(h100, "8");
   ASSERT_EQ(one.rank(), 1);
   EXPECT_EQ(one.dimension(0).kind, LinkKind::kSwitch);
-  // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s per GPU port.
-  EXPECT_DOUBLE_EQ(one.dimension(0).bytes_per_second_per_direction, 18 * 2.5e10);
+  // NVLink 4: 18 links x 25 GB/s per direction = 450 GB/s per GPU port, derated by the
+  // shipped file's NVLink fraction (issue 14).
+  EXPECT_EQ(one.dimension(0).fabric, LinkFabric::kNvlink);
+  EXPECT_DOUBLE_EQ(one.dimension(0).peak_bytes_per_second_per_direction, 18 * 2.5e10);
+  EXPECT_DOUBLE_EQ(one.dimension(0).bytes_per_second_per_direction,
+                   18 * 2.5e10 * h100.proto().efficiency().nvlink_fraction_of_peak());
 
   const Topology four_nodes = MustTopology(h100, "32");
   ASSERT_EQ(four_nodes.rank(), 2);
   EXPECT_EQ(four_nodes.dimension(0).name, "ib");
   EXPECT_EQ(four_nodes.dimension(0).kind, LinkKind::kScaleOut);
   EXPECT_EQ(four_nodes.dimension(0).size, 4);
-  EXPECT_DOUBLE_EQ(four_nodes.dimension(0).bytes_per_second_per_direction,
+  EXPECT_EQ(four_nodes.dimension(0).fabric, LinkFabric::kInfiniband);
+  EXPECT_DOUBLE_EQ(four_nodes.dimension(0).peak_bytes_per_second_per_direction,
                    h100.proto().interconnect().scale_out_bytes_per_second_per_chip());
+  EXPECT_DOUBLE_EQ(four_nodes.dimension(0).bytes_per_second_per_direction,
+                   h100.proto().interconnect().scale_out_bytes_per_second_per_chip() *
+                       h100.proto().efficiency().infiniband_fraction_of_peak());
   EXPECT_EQ(four_nodes.dimension(1).size, 8);
   EXPECT_EQ(four_nodes.slice_shape(), "4x8");
   // GPU 11 is local rank 3 of node 1.
