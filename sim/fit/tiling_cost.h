@@ -27,7 +27,11 @@
 // small_rows_fraction_of_peak when tm is under the full-rate M), against the operand bytes
 // left after L2 reuse, plus the epilogue's output write and the kernel and per-group fixed
 // costs; the k tile only pads k, and the search prefers fewer main-loop iterations among
-// equal times.
+// equal times. Known gap: the model has no shared-memory / L2-to-SM feed term (the chip
+// files give no L2 or shared-memory bandwidth), so a small tile that cuts wave quantisation
+// (e.g. (64, 16) on a large problem) ranks above the (128, 256) tile real kernels run at a
+// few % more estimated time; ChooseGpuGemmTile, which predict and accuracy use, ranks by
+// waves as DeepGEMM does and is not affected.
 // The cost model has no price for the SparseCore ragged gather, which keeps a roofline proxy
 // (per device: a chip's figures divided by its devices_per_chip):
 //   ragged_gather      bytes = the kernel's own cost estimate (backends.md 1a.3),
