@@ -71,7 +71,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckRejection(mapped.status());
       continue;
     }
-    Require(mapped->scenario.has_value() != !mapped->skipped_reason.empty());
+    // Exactly one of: a closed-form scenario, a whole-layer scenario, a reason to skip.
+    Require(int{mapped->scenario.has_value()} + int{mapped->block.has_value()} +
+                int{!mapped->skipped_reason.empty()} ==
+            1);
   }
   // The whole pipeline, as `perfsim accuracy` runs it; a fit per row is too slow for every
   // input, so only small files (what the fuzzer mostly makes anyway).

@@ -59,7 +59,9 @@
 //       all-to-all with grouped GEMMs. A kernel that fuses dispatch, GEMMs and combine into
 //       one (DeepGEMM MegaMoE) is simulated as the unfused path it replaces: what its fusion
 //       overlaps is not modelled. Metric: a time. These rows test the whole-layer simulator
-//       and inform no factor (accuracy.h).
+//       and inform no factor (accuracy.h). Limits, far beyond any published layer and what
+//       keeps one simulation short: E <= 4096, D and F <= 65536, 4096 devices, 2^24 tokens in
+//       all; beyond them the cell is an error.
 // Timing method (every category): how the row's time was taken, from what its backend_kernel
 // and metric cells say. "API timing", "API time", "host timing" or "wall-clock" (any case)
 // make it kHostApi: the time was taken around a library's host API call (e.g. HybridEP's

@@ -13,6 +13,11 @@
 namespace perfsim {
 namespace {
 
+constexpr int64_t kMaxBlockExperts = 4096;
+constexpr int64_t kMaxBlockWidth = 65536;
+constexpr int64_t kMaxBlockDevices = 4096;
+constexpr int64_t kMaxBlockTokens = int64_t{1} << 24;  // 16M: 4096 devices x 4096 tokens
+
 // The one-chip slice of a TPU: "1x1x1" on the 3-D tori (v4, v5p, v7x), "1x1" on the 2-D ones.
 std::optional<std::string> OneChipSlice(const Chip& chip) {
   for (const char* slice : {"1x1x1", "1x1"}) {
@@ -47,6 +52,15 @@ absl::StatusOr<MappedRow> MapBlockRow(const Measurement& row, const Chip& chip,
     return SkippedRow("E, K, D and F: expected positive integers in every one");
   }
   if (*top_k > *experts) return CellError(row, "K", absl::StrCat("at most E = ", *experts));
+  // Beyond any published MoE layer, and what keeps a simulation of the row short: every
+  // measured layer has at most 384 experts, a model width of 16k and a few hundred GPUs.
+  if (*experts > kMaxBlockExperts) {
+    return CellError(row, "E", absl::StrCat("at most ", kMaxBlockExperts, " experts"));
+  }
+  if (*hidden > kMaxBlockWidth || *ffn > kMaxBlockWidth) {
+    return CellError(row, *hidden > kMaxBlockWidth ? "D" : "F",
+                     absl::StrCat("at most ", kMaxBlockWidth));
+  }
 
   BlockScenario block;
   block.chip = scenario.chip;
@@ -59,6 +73,9 @@ absl::StatusOr<MappedRow> MapBlockRow(const Measurement& row, const Chip& chip,
   const std::optional<int64_t> chips = LeadingInteger(chips_text);
   if (!chips.has_value() || *chips <= 0) {
     return SkippedRow("num_chips: expected the number of devices the layer ran on");
+  }
+  if (*chips > kMaxBlockDevices) {
+    return CellError(row, "num_chips", absl::StrCat("at most ", kMaxBlockDevices, " devices"));
   }
   block.devices = *chips;
   if (ContainsNoCase(chips_text, "not stated") || ContainsNoCase(chips_text, "?")) {
@@ -85,6 +102,9 @@ absl::StatusOr<MappedRow> MapBlockRow(const Measurement& row, const Chip& chip,
                         ContainsNoCase(tokens_text, "per gpu") ||
                         ContainsNoCase(tokens_text, "per device");
   block.tokens = per_rank ? *tokens * block.devices : *tokens;
+  if (block.tokens > kMaxBlockTokens) {
+    return CellError(row, "tokens", absl::StrCat("at most ", kMaxBlockTokens, " tokens in all"));
+  }
 
   if (chip.is_tpu()) {
     if (block.devices != 1) {

@@ -3,6 +3,10 @@
 // factors of the column.
 #include "sim/accuracy/block_model.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/moe/model_config.h"
@@ -57,6 +61,38 @@ TEST(BlockRows, FusedLayerRowsAreTokensPerRankOverExpertParallelGpus) {
   EXPECT_EQ(decode.chip, "gpu_b200");
   EXPECT_EQ(decode.tokens, 8);
   EXPECT_THAT(decode.description, HasSubstr("FP4 weights as FP8"));
+}
+
+// One moe_block row with the columns a block row reads.
+Measurement BlockRow(const std::string& cells) {
+  absl::StatusOr<MeasurementFile> f = ReadMeasurements(
+      absl::StrCat("id,category,hardware,num_chips,E,K,D,F,tokens,dtype,backend_kernel,op_shape,"
+                   "metric,value,unit\n",
+                   cells, "\n"),
+      "blocks.csv");
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() && !f->rows.empty() ? f->rows[0] : Measurement();
+}
+
+TEST(BlockRows, SizesBeyondAnyLayerAreCellErrorsAndMissingOnesSkip) {
+  const std::string tail = ",bf16,gmm,routed MoE block,time,1,ms";
+  EXPECT_TRUE(MapMeasurement(BlockRow("A,moe_block,TPU v5p,1,64,2,1024,512,4096" + tail))->block);
+  const std::pair<const char*, const char*> too_big[] = {
+      {"B,moe_block,TPU v5p,1,8192,2,1024,512,4096", "E: expected at most 4096 experts"},
+      {"C,moe_block,TPU v5p,1,64,2,100000,512,4096", "D: expected at most 65536"},
+      {"D,moe_block,H100 SXM,8192,64,2,1024,512,4096", "num_chips: expected at most 4096"},
+      {"E,moe_block,H100 SXM,8,64,2,1024,512,4194304 tokens per rank",
+       "tokens: expected at most 16777216 tokens in all"}};
+  for (const auto& [cells, message] : too_big) {
+    absl::StatusOr<MappedRow> mapped = MapMeasurement(BlockRow(cells + tail));
+    ASSERT_FALSE(mapped.ok()) << cells;
+    EXPECT_THAT(mapped.status().message(), HasSubstr(message)) << cells;
+  }
+  // No F: skipped with the reason; K > E: an error.
+  absl::StatusOr<MappedRow> no_f = MapMeasurement(BlockRow("F,moe_block,TPU v5p,1,64,2,1024,,4096" + tail));
+  ASSERT_TRUE(no_f.ok());
+  EXPECT_THAT(no_f->skipped_reason, HasSubstr("E, K, D and F"));
+  EXPECT_FALSE(MapMeasurement(BlockRow("G,moe_block,TPU v5p,1,4,8,1024,512,4096" + tail)).ok());
 }
 
 TEST(BlockRows, PredictionIsTheStepSimulatorsOnTheChipWithTheColumnsFactors) {
