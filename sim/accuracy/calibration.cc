@@ -133,10 +133,24 @@ double SearchFactor(const ChipObjective& objective, ChipFactors factors, FactorK
 }
 
 // Fits the factors the rows inform but those in `excluded` (they keep the datasheet value).
-ChipCalibration FitFactors(const std::string& chip, const std::vector<const CalibrationRow*>& rows,
+ChipCalibration FitFactors(const std::string& chip,
+                           const std::vector<const CalibrationRow*>& all_rows,
                            const std::set<FactorKind>& excluded) {
   ChipCalibration out;
   out.chip = chip;
+  // A row timed around a host API pays a per-call host cost that only API-timed rows of
+  // different lengths can tell from a rate. When the chip's rows cannot fit that cost, its
+  // API-timed rows inform nothing: fitted alone, their host cost would be read as a slow link
+  // (GB200's one HybridEP row, M072, would put NVLink at 0.45 of peak).
+  std::vector<const CalibrationRow*> rows = all_rows;
+  const std::vector<double> api_seconds = SecondsPerInvocation(rows, FactorKind::kApiOverhead);
+  const bool api_fittable =
+      !api_seconds.empty() && api_seconds.back() >= kMinOverheadSpread * api_seconds.front();
+  if (!api_fittable) {
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [](const CalibrationRow* row) { return row->model->api_calls > 0; }),
+               rows.end());
+  }
   std::vector<FactorKind> fitted;
   for (FactorKind kind : kAllFactors) {
     if (excluded.count(kind) > 0) continue;

@@ -46,7 +46,10 @@
 // API) is fitted like the other overheads, on the API-timed rows, with the same spread rule
 // and prior; those rows do not inform their op class's chip overhead. It is reported (the
 // accuracy table, `perfsim calibrate`'s output) but EfficiencyBlock writes it only as a
-// comment: it is not a property of the chip, and `perfsim predict` never charges it.
+// comment: it is not a property of the chip, and `perfsim predict` never charges it. When a
+// chip's API-timed rows cannot fit it (one row, or rows too alike in length), they inform no
+// factor at all: their host cost would otherwise be read as a slow link (GB200's one HybridEP
+// row, M072, would set NVLink to 0.45 of peak); `perfsim calibrate` then leaves the file alone.
 // Minimisation: coordinate descent, a golden-section search per factor (fractions on a log
 // scale), rounds until the objective stops improving (at most 2000). Deterministic: same rows,
 // same bits.

@@ -129,6 +129,18 @@ TEST(RunAccuracy, PhysicsColumnIsTheDatasheetWhateverTheShippedFilesSay) {
   EXPECT_NEAR(RowById("M180").predicted[kPhysics], (0.75 * 33554432.0 / 45e9 + 3e-6) * 1e6, 1e-6);
 }
 
+TEST(RunAccuracy, AnApiTimedRowAloneOnItsChipInformsNoFactor) {
+  // M072 (HybridEP on GB200, "Torch API timing") is the only row on its chip: one row cannot
+  // split its per-call host cost from a link rate, so it informs nothing and its calibrated
+  // prediction is datasheet physics (calibration.h). The nine HybridEP rows on H100 differ in
+  // length enough to fit the API cost, so they still inform the H100's link classes.
+  const AccuracyReport& report = Report();
+  ASSERT_EQ(report.calibration.chips.count("gpu_gb200"), 1u);
+  EXPECT_TRUE(report.calibration.chips.at("gpu_gb200").fitted_on.empty());
+  EXPECT_EQ(RowById("M072").predicted[kCalibrated], RowById("M072").predicted[kPhysics]);
+  EXPECT_EQ(report.calibration.chips.at("gpu_h100").fitted_on.count(FactorKind::kApiOverhead), 1u);
+}
+
 TEST(RunAccuracy, LeaveOneOutIsFittedWithoutTheRow) {
   // M099's leave-one-out prediction uses the factors fitted on the other four v7x rows (other
   // chips share no factor), so it equals an explicit refit on those four.
