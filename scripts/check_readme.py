@@ -11,6 +11,11 @@ lines after it, up to the next `$ ` line or the end of the block, are the expect
 Skipped, and counted as such: examples abridged with `...`, commands whose output depends on
 timing (`timeout`), Python one-liners, and the rest of a block after a skipped command. Exit 1 if any
 example differs.
+
+    python3 scripts/check_readme.py --update   # also writes the new outputs into README.md
+
+--update replaces the shown output of every example that differs with what the command prints
+now (after a change that moves numbers on purpose); read the diff before committing it.
 """
 import difflib
 import os
@@ -47,7 +52,47 @@ def examples(readme):
             i = j
 
 
+def update_outputs(readme, new_outputs):
+    """README text with the output after each `$ COMMAND` of new_outputs[(block, command)]."""
+    counter = iter(range(1 << 30))
+
+    def rewrite(match):
+        number = next(counter)
+        lines = match.group(1).split("\n")
+        out = []
+        i = 0
+        while i < len(lines):
+            if not lines[i].startswith("$ "):
+                out.append(lines[i])
+                i += 1
+                continue
+            command = lines[i][2:]
+            out.append(lines[i])
+            j = i + 1
+            while command.endswith("\\") and j < len(lines):
+                command = command[:-1] + " " + lines[j].strip()
+                out.append(lines[j])
+                j += 1
+            k = j
+            while k < len(lines) and not lines[k].startswith("$ "):
+                k += 1
+            if (number, command) in new_outputs:
+                old = lines[j:k]
+                trailing = 0
+                while trailing < len(old) and old[len(old) - 1 - trailing].strip() == "":
+                    trailing += 1
+                out.extend(new_outputs[(number, command)] + [""] * trailing)
+            else:
+                out.extend(lines[j:k])
+            i = k
+        return match.group(0)[:match.start(1) - match.start(0)] + "\n".join(out) + "```"
+
+    return re.sub(r"```[a-z]*\n(.*?)```", rewrite, readme, flags=re.S)
+
+
 def main():
+    update = "--update" in sys.argv[1:]
+    new_outputs = {}
     readme = open(os.path.join(ROOT, "README.md")).read()
     # The scratch directory sits next to the checkout so that `../shared` is the same folder.
     scratch = tempfile.mkdtemp(prefix=".readme-check-", dir=os.path.dirname(ROOT))
@@ -83,11 +128,16 @@ def main():
             ok += 1
             continue
         bad += 1
+        new_outputs[(block, command)] = got
         print(f"DIFFERS: {command}")
         for line in list(difflib.unified_diff(output, got, "README", "now", lineterm="", n=0))[:20]:
             print("    " + line)
     subprocess.run(["rm", "-rf", scratch])
     print(f"{ok} examples as shown, {bad} differ, {skipped} skipped")
+    if update and new_outputs:
+        with open(os.path.join(ROOT, "README.md"), "w") as f:
+            f.write(update_outputs(readme, new_outputs))
+        print(f"README.md: {len(new_outputs)} outputs updated")
     return 1 if bad else 0
 
 
