@@ -10,26 +10,6 @@
 #include "sim/util/status.h"
 
 namespace perfsim {
-namespace {
-
-double InUnit(double seconds, MeasurementUnit unit) {
-  switch (unit) {
-    case MeasurementUnit::kMicroseconds:
-      return seconds * 1e6;
-    case MeasurementUnit::kMilliseconds:
-      return seconds * 1e3;
-    case MeasurementUnit::kSeconds:
-    case MeasurementUnit::kSecondsPerStep:
-      return seconds;
-    case MeasurementUnit::kTeraflopsPerSecond:
-    case MeasurementUnit::kGigabytesPerSecond:
-    case MeasurementUnit::kTokensPerSecond:
-      break;
-  }
-  return seconds;  // MapBlockRow only makes time units
-}
-
-}  // namespace
 
 absl::StatusOr<BlockPrediction> PredictBlock(const BlockScenario& block,
                                              const ChipFactors& factors) {
@@ -46,10 +26,10 @@ absl::StatusOr<BlockPrediction> PredictBlock(const BlockScenario& block,
   options.mesh = block.mesh;
   PERFSIM_ASSIGN_OR_RETURN(Prediction p, Predict(options));
   BlockPrediction out;
-  out.value = InUnit(p.step_seconds, block.unit);
+  out.value = ValueInUnit(p.step_seconds, 0, block.unit);
   for (const PhaseTotal& phase : p.phases) {
     absl::StrAppend(&out.detail, out.detail.empty() ? "" : ", ", phase.phase, " ",
-                    fmt::format("{:.4g}", InUnit(phase.seconds, block.unit)), " ",
+                    fmt::format("{:.4g}", ValueInUnit(phase.seconds, 0, block.unit)), " ",
                     MeasurementUnitName(block.unit));
   }
   return out;

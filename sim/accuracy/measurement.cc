@@ -104,6 +104,25 @@ bool IsRateUnit(MeasurementUnit unit) {
   return false;
 }
 
+double ValueInUnit(double seconds, double work, MeasurementUnit unit) {
+  switch (unit) {
+    case MeasurementUnit::kTeraflopsPerSecond:
+      return work / seconds / 1e12;
+    case MeasurementUnit::kGigabytesPerSecond:
+      return work / seconds / 1e9;
+    case MeasurementUnit::kMicroseconds:
+      return seconds * 1e6;
+    case MeasurementUnit::kMilliseconds:
+      return seconds * 1e3;
+    case MeasurementUnit::kSeconds:
+    case MeasurementUnit::kSecondsPerStep:
+      return seconds;
+    case MeasurementUnit::kTokensPerSecond:
+      return work / seconds;
+  }
+  return seconds;
+}
+
 absl::StatusOr<MeasuredValue> ParseMeasuredValue(absl::string_view text) {
   MeasuredValue out;
   out.text = std::string(text);

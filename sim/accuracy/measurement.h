@@ -52,6 +52,9 @@ absl::string_view MeasurementUnitName(MeasurementUnit unit);
 std::optional<MeasurementUnit> ParseMeasurementUnit(absl::string_view text);
 // Whether the quantity grows as the time shrinks (throughput, bandwidth, tokens/s).
 bool IsRateUnit(MeasurementUnit unit);
+// A time expressed in `unit`: the time itself for us, ms, s and s/step; for a rate, `work` per
+// time (flops for TFLOP/s, bytes for GB/s, tokens for tokens/s).
+double ValueInUnit(double seconds, double work, MeasurementUnit unit);
 
 struct MeasuredValue {
   enum class Kind { kExact, kApproximate, kRange };

@@ -374,23 +374,7 @@ double ModelSeconds(const RowModel& model, const ChipFactors& factors) {
 }
 
 double ModelValue(const RowModel& model, const ChipFactors& factors) {
-  const double seconds = ModelSeconds(model, factors);
-  switch (model.unit) {
-    case MeasurementUnit::kTeraflopsPerSecond:
-      return model.work / seconds / 1e12;
-    case MeasurementUnit::kGigabytesPerSecond:
-      return model.work / seconds / 1e9;
-    case MeasurementUnit::kMicroseconds:
-      return seconds * 1e6;
-    case MeasurementUnit::kMilliseconds:
-      return seconds * 1e3;
-    case MeasurementUnit::kSeconds:
-    case MeasurementUnit::kSecondsPerStep:
-      return seconds;
-    case MeasurementUnit::kTokensPerSecond:
-      return model.work / seconds;
-  }
-  return seconds;
+  return ValueInUnit(ModelSeconds(model, factors), model.work, model.unit);
 }
 
 bool ModelInforms(const RowModel& model, FactorKind kind) {
