@@ -24,12 +24,14 @@ constexpr char kCalibrateUsage[] =
 
 Fits a few explainable factors per chip on the rows of a measurement file (the format of
 shared/reference/calibration.csv): the fields of the hardware files' efficiency block, i.e.
-fractions of peak (matmul, HBM, collective ring, bidirectional ring, direct, hierarchical)
-and two overheads (per group of a grouped matmul, per collective), by least squares on the
-log error (sim/accuracy/calibration.h). A factor no row informs keeps its value; a chip no
-row is on is not touched. Rows timed around a library's host API ("Torch API timing") get
-their own fixed cost per call, fitted and printed but not written: it belongs to that
-timing, not to the chip (sim/accuracy/row_model.h).
+fractions of peak (matmul, HBM, and per link class NVLink, InfiniBand, ICI, DCN, each fitted
+only on the rows that class bounds; the SMs' copy rate of dispatch/combine kernels; the
+per-algorithm collective fractions are held at 1) and two overheads (per group of a grouped
+matmul, per collective), by least squares on the log error (sim/accuracy/calibration.h). A
+factor no row informs keeps its value; a chip no row is on, or whose rows inform nothing, is
+not touched. Rows timed around a library's host API ("Torch API timing") get their own fixed
+cost per call, fitted and printed but not written: it belongs to that timing, not to the chip
+(sim/accuracy/row_model.h); where a chip's such rows cannot fit it, they inform nothing.
 
 Prints, per chip, the efficiency block to put in hardware/<chip>.textproto, each factor with
 the rows it was fitted on.
