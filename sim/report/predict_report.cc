@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/routing.h"
+#include "sim/predict/choose_scenario.h"
 #include "sim/util/proto_format.h"
 
 namespace perfsim {
@@ -36,20 +37,24 @@ std::string Json(absl::string_view s) {
   return out + "\"";
 }
 
-std::string Scenario(const Prediction& p) {
-  const StepSpec& s = p.options.spec;
-  return fmt::format(
-      "{} MoE layer, {}, batch {} x seq {} = {} tokens ({} per device), backend {}, {}, "
-      "{} {} ({} devices), routing {}",
-      s.model.name(), std::string(PhaseName(s.phase)), s.batch, s.seq, s.tokens(),
-      s.tokens_per_device(), s.backend, ParallelismToString(s.parallelism), p.chip, p.mesh,
-      p.num_devices, RoutingSpecToString(p.options.routing));
-}
 
 }  // namespace
 
+std::string PredictionScenarioLine(const Prediction& p, ScenarioLineStyle style) {
+  const StepSpec& s = p.options.spec;
+  const bool summary = style == ScenarioLineStyle::kSummary;
+  return fmt::format(
+      "{} MoE layer, {}, batch {} x seq {} = {} tokens ({} per device), {}{}, {}, "
+      "{} {} ({} devices), routing {}",
+      s.model.name(), std::string(PhaseName(s.phase)), s.batch, s.seq, s.tokens(),
+      s.tokens_per_device(), summary ? "" : "backend ", s.backend,
+      summary ? CompactParallelism(s.parallelism) : ParallelismToString(s.parallelism), p.chip,
+      p.mesh, p.num_devices, RoutingSpecToString(p.options.routing));
+}
+
 std::string FormatPredictionTable(const Prediction& p) {
-  std::string out = absl::StrCat(Scenario(p), "\n\n");
+  std::string out =
+      absl::StrCat(PredictionScenarioLine(p, ScenarioLineStyle::kTimeline), "\n\n");
   absl::StrAppend(&out, fmt::format("timeline of device {} (the slowest)\n", p.slowest_device));
   absl::StrAppend(
       &out, fmt::format("{:>10} {:>11}  {:<7} {:<13} {:<12} {:<18} {:<28} {:>9} {:>10} {:>9}\n",

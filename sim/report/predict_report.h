@@ -23,6 +23,12 @@ namespace perfsim {
 // subtotals, totals, exposed communication, MFU and HBM use.
 std::string FormatPredictionTable(const Prediction& p);
 
+// The scenario in one line, the first line of both reports: model, phase, batch and tokens,
+// backend, parallelism, chip, slice and routing. The summary names the parallelism's axes
+// that are not 1 ("dp=2,ep=256"); the timeline all of them, after "backend".
+enum class ScenarioLineStyle { kSummary, kTimeline };
+std::string PredictionScenarioLine(const Prediction& p, ScenarioLineStyle style);
+
 // The prediction as a report.PredictReport (proto/report.proto documents every field): the
 // scenario, step time and its parts, MFU, per-phase totals, HBM use and the slowest device's
 // ops.

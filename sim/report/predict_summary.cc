@@ -14,6 +14,7 @@
 #include "sim/lowering/lowering.h"
 #include "sim/moe/routing.h"
 #include "sim/predict/choose_scenario.h"
+#include "sim/report/predict_report.h"
 
 namespace perfsim {
 namespace {
@@ -36,16 +37,6 @@ std::string Percent(double part, double whole) {
 }
 
 // The scenario in one line, in the flags that reproduce it.
-std::string ScenarioLine(const Prediction& p) {
-  const StepSpec& s = p.options.spec;
-  return fmt::format(
-      "{} MoE layer, {}, batch {} x seq {} = {} tokens ({} per device), {}, {}, "
-      "{} {} ({} devices), routing {}",
-      s.model.name(), std::string(PhaseName(s.phase)), s.batch, s.seq, s.tokens(),
-      s.tokens_per_device(), s.backend, CompactParallelism(s.parallelism), p.chip, p.mesh,
-      p.num_devices, RoutingSpecToString(p.options.routing));
-}
-
 // Predicts `o` without per-op detail; nullopt when the scenario is refused.
 std::optional<Alternative> Repredict(const PredictOptions& o, Alternative::Kind kind,
                                      std::string flags, PredictCache& cache) {
@@ -265,7 +256,7 @@ std::vector<std::string> StepLimiters(const Prediction& p,
 std::string FormatPredictionSummary(const Prediction& p,
                                     const std::vector<Alternative>& alternatives, int top_ops) {
   const StepSpec& s = p.options.spec;
-  std::string out = absl::StrCat(ScenarioLine(p), "\n\n");
+  std::string out = absl::StrCat(PredictionScenarioLine(p, ScenarioLineStyle::kSummary), "\n\n");
   absl::StrAppend(&out, fmt::format("step time              {}\n", Ms(p.step_seconds)));
   const int64_t chips = ChipsOfMesh(p.mesh);
   if (chips > 0 && p.step_seconds > 0) {
