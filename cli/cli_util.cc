@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
 #include "sim/ir/hlo_parser.h"
+#include "sim/ir/lowering_platform.h"
 #include "sim/ir/verifier.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/status.h"
@@ -101,6 +102,23 @@ absl::StatusOr<std::unique_ptr<Module>> LoadVerifiedModule(const std::string& pa
     return absl::Status(verified.code(), display_name + (has_location ? ":" : ": ") + message);
   }
   return module;
+}
+
+void WarnIfLoweredForAnotherPlatform(const Module& module, const Chip& chip,
+                                     const std::string& input_name, std::ostream& err) {
+  const std::optional<PlatformEvidence> evidence = FindLoweringPlatform(module);
+  if (!evidence.has_value()) return;
+  const bool matches = (evidence->platform == LoweringPlatform::kTpu && chip.is_tpu()) ||
+                       (evidence->platform == LoweringPlatform::kGpu && chip.is_gpu());
+  if (matches) return;
+  err << "perfsim: warning: " << input_name << ": the module was lowered for "
+      << LoweringPlatformName(evidence->platform) << " (" << evidence->instruction << ": "
+      << evidence->reason << "), but " << chip.name() << " is a "
+      << (chip.is_gpu() ? "GPU" : "TPU")
+      << "; these costs are the other platform's program. Lower for the chip's platform: "
+         "jax.jit(f).trace(*args).lower(lowering_platforms=(\""
+      << (chip.is_gpu() ? "cuda" : "tpu")
+      << "\",)).as_text(dialect=\"hlo\") (README, \"Your own program\")\n";
 }
 
 absl::Status AnnotateInvalidDescription(const absl::Status& status, absl::string_view what,

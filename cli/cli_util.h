@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <ostream>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cli/flags.h"
+#include "sim/hw/chip.h"
 #include "sim/ir/instruction.h"
 
 namespace perfsim {
@@ -56,6 +58,13 @@ std::string InputName(const std::string& path);
 // the module rely on the verification: they trust its declared shapes.
 absl::StatusOr<std::unique_ptr<Module>> LoadVerifiedModule(const std::string& path,
                                                            std::istream& in);
+
+// Writes "perfsim: warning: FILE: ..." to `err` when the module carries evidence that it was
+// lowered or compiled for another platform than the chip's (sim/ir/lowering_platform.h), e.g.
+// JAX's CPU decomposition of ragged_dot costed on a TPU: the costs are then the other
+// platform's program. Writes nothing when there is no evidence or it matches the chip.
+void WarnIfLoweredForAnotherPlatform(const Module& module, const Chip& chip,
+                                     const std::string& input_name, std::ostream& err);
 
 // `status` as it is unless it is InvalidArgument (a description that does not parse or
 // validate); then InvalidArgument "invalid <what> description '<name_or_path>':\n<message>", so

@@ -183,6 +183,7 @@ int RunCostCommand(const std::vector<std::string>& args, CliIo& io) {
   absl::StatusOr<std::unique_ptr<Module>> module =
       LoadVerifiedModule(flags->positional()[0], io.in);
   if (!module.ok()) return ReportStatus(module.status(), io);
+  WarnIfLoweredForAnotherPlatform(**module, *chip, InputName(flags->positional()[0]), io.err);
   absl::StatusOr<ModuleCost> cost = CostModule(**module, *chip, options);
   if (!cost.ok()) {
     // "file:line:col: " when the message starts with the instruction's location.

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sim/ir/hlo_parser_internal.h"
+#include "sim/ir/lowering_platform.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -694,6 +695,7 @@ absl::StatusOr<Shape> HloParser::ParseStandaloneShape() {
 
 absl::StatusOr<std::unique_ptr<Module>> ParseHloModule(absl::string_view text,
                                                        absl::string_view filename) {
+  PERFSIM_RETURN_IF_ERROR(CheckNotStableHlo(text, filename));
   HloParser parser(text, filename);
   return parser.ParseModule();
 }
