@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "sim/cost/op_counts_internal.h"
 #include "sim/cost/shape_bytes.h"
+#include "sim/cost/window_counts.h"
 #include "sim/util/json_fields.h"
 
 namespace perfsim {
@@ -111,8 +112,9 @@ ConvSide ParseConvSide(absl::string_view text, char first, char second) {
 
 // XLA's GetConvolutionFlops: 2 · (Cin / feature groups) · Cout · (N / batch groups) · the
 // product over spatial dimensions of the (output, kernel) position pairs that read a real
-// (not padding, not dilation-hole) input element.
-int64_t ConvolutionFlops(const Instruction& conv) {
+// (not padding, not dilation-hole) input element, counted in closed form (window_counts.h).
+// A double: the product can exceed int64.
+double ConvolutionFlops(const Instruction& conv) {
   if (conv.operand_count() < 2 || !conv.shape().IsArray()) return 0;
   const Shape& lhs = conv.operand(0)->shape();
   const Shape& rhs = conv.operand(1)->shape();
@@ -127,30 +129,21 @@ int64_t ConvolutionFlops(const Instruction& conv) {
   const ConvSide result = ParseConvSide(labels.substr(arrow + 2), 'b', 'f');
   if (in.first < 0 || in.second < 0 || result.second < 0) return 0;
   const std::vector<WindowDimension> window = attrs.window.value_or(std::vector<WindowDimension>{});
-  int64_t positions = 1;
+  double positions = 1;
   for (size_t s = 0; s < window.size() && s < in.spatial.size() && s < kernel.spatial.size() &&
                      s < result.spatial.size();
        ++s) {
-    const WindowDimension& w = window[s];
-    const int64_t input_limit = lhs.dimensions(in.spatial[s]);
-    const int64_t kernel_limit = rhs.dimensions(kernel.spatial[s]);
-    const int64_t output_limit = out.dimensions(result.spatial[s]);
-    int64_t valid = 0;
-    for (int64_t k = 0; k < kernel_limit; ++k) {
-      for (int64_t o = 0; o < output_limit; ++o) {
-        const int64_t undilated = o * w.stride - w.padding_low + k * w.window_dilation;
-        const int64_t index = w.base_dilation > 1 ? undilated / w.base_dilation : undilated;
-        if (undilated != index * w.base_dilation) continue;
-        if (index < 0 || index >= input_limit) continue;
-        ++valid;
-      }
-    }
-    positions *= valid;
+    const ConvDimensionSizes sizes{.input = lhs.dimensions(in.spatial[s]),
+                                   .kernel = rhs.dimensions(kernel.spatial[s]),
+                                   .output = out.dimensions(result.spatial[s])};
+    positions *= static_cast<double>(ConvValidPositions(sizes, window[s]));
   }
   const int64_t fgc = std::max<int64_t>(1, attrs.feature_group_count);
   const int64_t bgc = std::max<int64_t>(1, attrs.batch_group_count);
-  return kFmaFlops * (lhs.dimensions(in.second) / fgc) * out.dimensions(result.second) *
-         (lhs.dimensions(in.first) / bgc) * positions;
+  return static_cast<double>(kFmaFlops) *
+         static_cast<double>(lhs.dimensions(in.second) / fgc) *
+         static_cast<double>(out.dimensions(result.second)) *
+         static_cast<double>(lhs.dimensions(in.first) / bgc) * positions;
 }
 
 // XLA's ShapeUtil::TransposeIsBitcast: the transpose only renames dimensions when the physical
@@ -513,7 +506,7 @@ OpCounts Counter::Count(const Instruction& instruction) {
       c.flops = R(static_cast<double>(RaggedDotFlops(instruction, xla())));
       return c;
     case Opcode::kConvolution:
-      c.flops = R(static_cast<double>(ConvolutionFlops(instruction)));
+      c.flops = R(ConvolutionFlops(instruction));
       return c;
 
     case Opcode::kReduce: {
@@ -530,49 +523,22 @@ OpCounts Counter::Count(const Instruction& instruction) {
       const Shape& out0 = shape.IsTuple() && shape.tuple_size() > 0 ? shape.tuple_shapes(0) : shape;
       const std::vector<WindowDimension> window =
           instruction.attributes().window.value_or(std::vector<WindowDimension>{});
-      int64_t window_elements = 1;
-      for (const WindowDimension& w : window) window_elements *= w.size;
-      const int64_t out_elements = ElementsIn(out0);
-      double count = static_cast<double>((window_elements - 1) * out_elements);
-      if (xla()) {
-        // XLA recognises a reduce-window that is a full reduce along one dimension of size N
-        // followed by a broadcast back (window 2N-1, padding N-1 on both sides) and charges
-        // E(out)/N + (N-1) applications (xla_cost_model.md 1.2). Not exercised by the
-        // committed JAX modules.
-        const Shape& in0 = instruction.operand(0)->shape();
-        int64_t reduced_dims = 0;
-        int64_t n = 0;
-        bool pattern = static_cast<int64_t>(window.size()) == in0.rank();
-        for (size_t d = 0; pattern && d < window.size(); ++d) {
-          const WindowDimension& w = window[d];
-          if (w.size == 1 && w.padding_low == 0 && w.padding_high == 0) continue;
-          const int64_t size = in0.dimensions(static_cast<int64_t>(d));
-          ++reduced_dims;
-          n = size;
-          pattern = size > 1 && w.size == 2 * size - 1 && w.padding_low == size - 1 &&
-                    w.padding_high == size - 1 && w.stride == 1 && w.window_dilation == 1 &&
-                    w.base_dilation == 1;
-        }
-        if (pattern && reduced_dims == 1) {
-          count = static_cast<double>(out_elements / n + (n - 1));
-        }
-      }
+      // XLA recognises a full reduce along one dimension broadcast back and charges
+      // E(out)/N + (N-1) applications (xla_cost_model.md 1.2, window_counts.h).
+      const double count = xla() ? XlaReduceWindowApplications(window, out0, shape.IsArray())
+                                 : ReduceWindowApplications(window, ElementsIn(out0));
       ScaleSubcomputation(instruction.to_apply(), count, c, /*accumulate=*/false);
       return c;
     }
     case Opcode::kSelectAndScatter: {
       // Per source element: window-1 selects and one scatter.
       if (instruction.operand_count() < 2) return c;
-      const int64_t source = ElementsIn(instruction.operand(1)->shape());
-      int64_t window_elements = 1;
-      for (const WindowDimension& w :
-           instruction.attributes().window.value_or(std::vector<WindowDimension>{})) {
-        window_elements *= w.size;
-      }
-      ScaleSubcomputation(instruction.select(), static_cast<double>(source * (window_elements - 1)),
-                          c, /*accumulate=*/true);
-      ScaleSubcomputation(instruction.scatter(), static_cast<double>(source), c,
+      const double source = static_cast<double>(ElementsIn(instruction.operand(1)->shape()));
+      const double window_elements = WindowElements(
+          instruction.attributes().window.value_or(std::vector<WindowDimension>{}));
+      ScaleSubcomputation(instruction.select(), source * (window_elements - 1), c,
                           /*accumulate=*/true);
+      ScaleSubcomputation(instruction.scatter(), source, c, /*accumulate=*/true);
       return c;
     }
     case Opcode::kMap:
