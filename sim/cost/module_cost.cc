@@ -159,9 +159,12 @@ absl::StatusOr<ModuleCost> CostModule(const Module& module, const Chip& chip,
     topology = std::move(t);
   }
 
+  // One memo for the module: each called computation is timed once, callees first.
+  CostMemo memo;
   const CostOptions cost_options{.mode = options.mode,
                                  .num_devices = result.num_devices,
-                                 .topology = topology.has_value() ? &*topology : nullptr};
+                                 .topology = topology.has_value() ? &*topology : nullptr,
+                                 .memo = &memo};
   for (const auto& instruction : module.entry()->instructions()) {
     absl::StatusOr<OpCost> cost = CostInstruction(*instruction, chip, cost_options);
     if (!cost.ok()) return cost.status();

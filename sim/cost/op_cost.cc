@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -12,13 +13,37 @@
 #include "sim/comm/hlo_collectives.h"
 #include "sim/cost/grouped_matmul.h"
 #include "sim/cost/op_counts.h"
+#include "sim/cost/op_counts_internal.h"
 #include "sim/cost/roofline.h"
 #include "sim/cost/shape_bytes.h"
 #include "sim/ir/custom_call_targets.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
+
+struct CostMemo::State {
+  // Node-based: GCC 12 reports a StatusOr<OpCost> moved by a flat map's rehash as maybe
+  // uninitialized (-Werror=maybe-uninitialized), and the values need not move.
+  std::unordered_map<const Computation*, absl::StatusOr<OpCost>> times;
+  std::optional<cost_internal::Counter> counting;  // options.mode
+  std::optional<cost_internal::Counter> truth;     // CostMode::kTrue
+};
+
+CostMemo::CostMemo() : state_(std::make_unique<State>()) {}
+CostMemo::~CostMemo() = default;
+
 namespace {
+
+// CountInstruction through the memo's counters when there is one (a call's counts then reuse
+// its callees' sums).
+OpCounts Counts(const Instruction& instruction, const CountOptions& counting, CostMemo* memo) {
+  if (memo == nullptr) return CountInstruction(instruction, counting);
+  CostMemo::State& state = memo->state();
+  std::optional<cost_internal::Counter>& counter =
+      counting.mode == CostMode::kTrue ? state.truth : state.counting;
+  if (!counter.has_value()) counter.emplace(counting);
+  return counter->Count(instruction);
+}
 
 void AddUnknown(std::vector<std::string>& list, const std::string& rate) {
   if (!rate.empty() && std::find(list.begin(), list.end(), rate) == list.end()) {
@@ -183,13 +208,24 @@ void AddComputeWork(const Instruction& instruction, const Chip& chip, const Coun
       AddVectorWork(counts, chip, work);
       return;
     }
-    case Opcode::kFusion:
-      if (!instruction.calls().empty() && instruction.calls()[0] != nullptr) {
-        for (const auto& inner : instruction.calls()[0]->instructions()) {
-          AddComputeWork(*inner, chip, truth, work);
+    case Opcode::kFusion: {
+      // The fused instructions, nested fusions opened in place with an explicit stack (fusions
+      // nest as deep as the input does).
+      std::vector<const Instruction*> stack = {&instruction};
+      while (!stack.empty()) {
+        const Instruction* fusion = stack.back();
+        stack.pop_back();
+        if (fusion->calls().empty() || fusion->calls()[0] == nullptr) continue;
+        for (const auto& inner : fusion->calls()[0]->instructions()) {
+          if (inner->opcode() == Opcode::kFusion) {
+            stack.push_back(inner.get());
+          } else {
+            AddComputeWork(*inner, chip, truth, work);
+          }
         }
       }
       return;
+    }
     default:
       AddVectorWork(CountInstruction(instruction, truth), chip, work);
       return;
@@ -253,16 +289,43 @@ Bound DominantBound(const OpCost& c) {
   return best < 0 ? Bound::kNone : bounds[best];
 }
 
-absl::StatusOr<OpCost> TimeComputation(const Computation* computation, const Chip& chip,
-                                       const CostOptions& options) {
+absl::StatusOr<OpCost> TimeInstructions(const Computation& computation, const Chip& chip,
+                                        const CostOptions& options) {
   OpCost total;
   total.seconds = 0.0;
-  if (computation == nullptr) return total;
-  for (const auto& instruction : computation->instructions()) {
+  for (const auto& instruction : computation.instructions()) {
     PERFSIM_ASSIGN_OR_RETURN(OpCost part, CostInstruction(*instruction, chip, options));
     Accumulate(part, 1, total);
   }
   return total;
+}
+
+// The summed time of `computation`'s instructions, remembered in the memo. Its callees are
+// timed first, callees before callers, so that the CostInstruction -> TimeComposite ->
+// TimeComputation cycle always finds its callee in the memo and never nests.
+absl::StatusOr<OpCost> TimeComputation(const Computation* computation, const Chip& chip,
+                                       const CostOptions& options) {
+  if (computation == nullptr) {
+    OpCost zero;
+    zero.seconds = 0.0;
+    return zero;
+  }
+  std::optional<CostMemo> own;
+  CostOptions with_memo = options;
+  if (with_memo.memo == nullptr) with_memo.memo = &own.emplace();
+  auto& times = with_memo.memo->state().times;
+  auto found = times.find(computation);
+  if (found != times.end()) return found->second;
+  const std::vector<const Computation*> pending = cost_internal::CalleesFirst(
+      *computation, [&times](const Computation* c) { return times.contains(c); });
+  // Placeholders: a recursive call (unverified modules only) reads zero instead of recursing.
+  for (const Computation* c : pending) {
+    OpCost zero;
+    zero.seconds = 0.0;
+    times.emplace(c, zero);
+  }
+  for (const Computation* c : pending) times[c] = TimeInstructions(*c, chip, with_memo);
+  return times[computation];
 }
 
 // Time of call / while / conditional / async-start: from the callees, whatever the mode.
@@ -316,9 +379,9 @@ absl::StatusOr<OpCost> CostInstructionUnchecked(const Instruction& instruction, 
   const CountOptions counting{.mode = options.mode, .num_devices = options.num_devices};
   const CountOptions truth{.mode = CostMode::kTrue, .num_devices = options.num_devices};
   OpCost cost;
-  cost.counts = CountInstruction(instruction, counting);
+  cost.counts = Counts(instruction, counting, options.memo);
   const OpCounts true_counts =
-      options.mode == CostMode::kTrue ? cost.counts : CountInstruction(instruction, truth);
+      options.mode == CostMode::kTrue ? cost.counts : Counts(instruction, truth, options.memo);
 
   if (IsCollectiveInstruction(instruction)) {
     cost.bound = Bound::kCommunication;

@@ -36,6 +36,7 @@
 #define PERFSIM_SIM_COST_OP_COST_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "sim/comm/topology.h"
@@ -45,12 +46,32 @@
 
 namespace perfsim {
 
+// What one costing pass has already worked out: the time of each called computation and the
+// counts of each instruction, so that a computation called from many sites is costed once and
+// nested calls are costed callees first, with an explicit stack instead of recursion. Use one
+// memo for one chip and one CostOptions (a module's instructions); it must outlive the calls.
+class CostMemo {
+ public:
+  CostMemo();
+  ~CostMemo();
+  CostMemo(const CostMemo&) = delete;
+  CostMemo& operator=(const CostMemo&) = delete;
+
+  struct State;  // op_cost.cc
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 struct CostOptions {
   CostMode mode = CostMode::kTrue;
   // Participants of a collective whose replica_groups are empty, for its counts.
   int64_t num_devices = 1;
   // The slice collectives run on; null leaves them untimed.
   const Topology* topology = nullptr;
+  // Shared across the calls of one pass (module_cost.cc); null: each call keeps its own.
+  CostMemo* memo = nullptr;
 };
 
 // InvalidArgument for a malformed perfsim.gmm/tgmm or a collective sim/comm cannot place on

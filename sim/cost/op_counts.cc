@@ -244,7 +244,64 @@ std::vector<const Instruction*> XlaVisitOrder(const Computation& computation,
   return order;
 }
 
+std::vector<const Computation*> CalleesFirst(
+    const Computation& root, const std::function<bool(const Computation*)>& known) {
+  std::vector<const Computation*> order;
+  absl::flat_hash_map<const Computation*, bool> done;  // false while open
+  struct Frame {
+    const Computation* computation;
+    std::vector<Computation*> callees;
+    size_t next = 0;
+  };
+  auto callees_of = [](const Computation* c) {
+    std::vector<Computation*> out;
+    for (const auto& instruction : c->instructions()) {
+      for (Computation* callee : instruction->called_computations()) {
+        if (callee != nullptr) out.push_back(callee);
+      }
+    }
+    return out;
+  };
+  std::vector<Frame> stack;
+  if (known(&root)) return order;
+  stack.push_back({&root, callees_of(&root)});
+  done[&root] = false;
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    if (top.next < top.callees.size()) {
+      const Computation* callee = top.callees[top.next++];
+      if (done.contains(callee) || known(callee)) continue;
+      done[callee] = false;
+      stack.push_back({callee, callees_of(callee)});
+      continue;
+    }
+    done[top.computation] = true;
+    order.push_back(top.computation);
+    stack.pop_back();
+  }
+  return order;
+}
+
 OpCounts Counter::Sum(const Computation& computation) {
+  auto found = sums_.find(&computation);
+  if (found != sums_.end()) return found->second;
+  const std::vector<const Computation*> order = CalleesFirst(
+      computation, [this](const Computation* c) { return sums_.contains(c); });
+  // Placeholders first: a recursive call (unverified modules only) reads zero counts instead
+  // of recursing.
+  for (const Computation* c : order) sums_.try_emplace(c);
+  for (const Computation* c : order) {
+    // A fusion's parameters are read through the nested fusions' parameters, which are
+    // remembered already (op_counts_fusion.cc).
+    for (const Instruction* parameter : c->parameters()) {
+      if (parameter != nullptr) FusionParameterReadBytes(*parameter);
+    }
+    sums_[c] = SumInstructions(*c);
+  }
+  return sums_[&computation];
+}
+
+OpCounts Counter::SumInstructions(const Computation& computation) {
   OpCounts sum;
   for (const Instruction* instruction : XlaVisitOrder(computation, Users(computation))) {
     const OpCounts c = Count(*instruction);

@@ -46,6 +46,14 @@ double DynamicUpdateSliceRead(const Instruction& hlo, const Instruction& user,
 }  // namespace
 
 double Counter::FusionParameterReadBytes(const Instruction& hlo) {
+  auto found = parameter_reads_.find(&hlo);
+  if (found != parameter_reads_.end()) return found->second;
+  const double bytes = FusionParameterReadBytesUncached(hlo);
+  parameter_reads_[&hlo] = bytes;
+  return bytes;
+}
+
+double Counter::FusionParameterReadBytesUncached(const Instruction& hlo) {
   if (hlo.parent() == nullptr) return 0;
   const UserMap& users = Users(*hlo.parent());
   double size = 0;

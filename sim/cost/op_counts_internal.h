@@ -3,6 +3,7 @@
 #define PERFSIM_SIM_COST_OP_COUNTS_INTERNAL_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,6 +27,9 @@ class Counter {
 
   OpCounts Count(const Instruction& instruction);
   // XLA's ProcessSubcomputation: every instruction visited once in XLA's DFS order, keys summed.
+  // Remembered per computation; the computations it calls are summed first, callees before
+  // callers, by an explicit stack, so that the C++ stack stays a few frames deep however
+  // deeply the module nests its calls (a chain of 5,000 nested calls overflowed it).
   OpCounts Sum(const Computation& computation);
 
   bool xla() const { return options_.mode == CostMode::kXlaCompatible; }
@@ -49,9 +53,13 @@ class Counter {
   OpCounts CountConditional(const Instruction& instruction);
   void ScaleSubcomputation(const Computation* computation, double times, OpCounts& counts,
                            bool accumulate);
+  OpCounts SumInstructions(const Computation& computation);
+  double FusionParameterReadBytesUncached(const Instruction& parameter);
 
   CountOptions options_;
   absl::flat_hash_map<const Computation*, UserMap> users_;
+  absl::flat_hash_map<const Computation*, OpCounts> sums_;
+  absl::flat_hash_map<const Instruction*, double> parameter_reads_;
 };
 
 // One multiply-add is two flops (XLA's kFmaFlops).
@@ -68,6 +76,13 @@ int64_t DotFlops(const Shape& lhs, int64_t result_elements, const DotDimensionNu
 // a depth-first post-order over operands and then control predecessors.
 std::vector<const Instruction*> XlaVisitOrder(const Computation& computation,
                                               const UserMap& users);
+
+// `root` and every computation it calls, directly or not, callees before callers, found with
+// an explicit stack (the call graph's depth comes from the input). Each computation once; a
+// recursive call graph (unverified modules only) is cut where it closes. Computations for
+// which `known` is true are neither listed nor entered (a memo already holds them).
+std::vector<const Computation*> CalleesFirst(
+    const Computation& root, const std::function<bool(const Computation*)>& known);
 
 }  // namespace cost_internal
 }  // namespace perfsim

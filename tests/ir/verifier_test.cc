@@ -46,40 +46,41 @@ TEST(Verifier, CallDepthIsTheLongestChainOfComputations) {
   }
 }
 
-TEST(Verifier, AcceptsCallsNestedUpToTheLimit) {
-  absl::StatusOr<std::unique_ptr<Module>> m =
-      ParseHloModule(CallChainHlo(kMaxCallDepth));
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_THAT(VerifyModule(**m), IsOk());
-}
-
-TEST(Verifier, RejectsCallsNestedBeyondTheLimitNamingTheDepthAndTheChain) {
-  // 5,000 nested calls overflowed the stack of `perfsim cost`; the verifier measures the depth
-  // without recursion and refuses it before any consumer walks the calls.
+TEST(Verifier, AcceptsCallsNestedAnyDepthAsXlaDoes) {
+  // XLA parses and verifies chains of 100,000 nested calls; so does the verifier, measuring
+  // nothing recursively. CheckCallDepth, which the interpreter runs before it recurses,
+  // still refuses what lies beyond kMaxCallDepth, naming the depth and the chain.
   absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(CallChainHlo(5000));
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_THAT(VerifyModule(**m),
+  EXPECT_THAT(VerifyModule(**m), IsOk());
+  EXPECT_THAT(CheckCallDepth(**m),
               FailsWith("module chain: expected calls nested at most 256 deep; got 5000 "
                         "(main > c1 > c2 > c3 > ...)"));
+  absl::StatusOr<std::unique_ptr<Module>> at_limit =
+      ParseHloModule(CallChainHlo(kMaxCallDepth));
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status();
+  EXPECT_THAT(CheckCallDepth(**at_limit), IsOk());
   absl::StatusOr<std::unique_ptr<Module>> one_more =
       ParseHloModule(CallChainHlo(kMaxCallDepth + 1));
   ASSERT_TRUE(one_more.ok()) << one_more.status();
   EXPECT_THAT(CheckCallDepth(**one_more), FailsWith("at most 256 deep; got 257"));
 }
 
-TEST(Verifier, RejectsCallsThatExpandExponentially) {
+TEST(Verifier, AcceptsCallsThatExpandExponentiallyAndMeasuresTheExpansion) {
   // Each level calls the next twice: 102 computations, about 5 * 2^100 instructions expanded.
-  // Cost's walk over the calls would never end.
+  // A valid module; the interpreter, which would run every call site, refuses it
+  // (CheckCallExpansion), while cost remembers each computation and is linear.
   absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(CallFanOutHlo(100));
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_THAT(VerifyModule(**m),
+  EXPECT_THAT(VerifyModule(**m), IsOk());
+  EXPECT_THAT(CheckCallExpansion(**m),
               FailsWith("module fan: expected at most 100000000 instructions with every call "
                         "expanded; got more than 2^63"));
   // Ten levels expand to 2 + (5 * 2^10 - 3) = 5119 instructions (f_i has 3 of its own and
   // twice f_(i-1)'s; f0 has 2): fine.
   absl::StatusOr<std::unique_ptr<Module>> small = ParseHloModule(CallFanOutHlo(10));
   ASSERT_TRUE(small.ok()) << small.status();
-  EXPECT_THAT(VerifyModule(**small), IsOk());
+  EXPECT_THAT(CheckCallExpansion(**small), IsOk());
 }
 
 TEST(Verifier, AcceptsWellFormedModule) {
