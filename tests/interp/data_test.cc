@@ -144,7 +144,7 @@ ENTRY e {
 
 TEST(InterpSort, GeneralComparatorSortsLexicographicallyAlongDimensionZero) {
   // Columns of a [3,2] array sort independently along dim 0 by (a ascending, b descending),
-  // a comparator the native path cannot take. Column 0: a = [2,1,2], b = [5,7,9] ->
+  // an and/or of compares (native; sort_test.cc checks it against the interpreted path). Column 0: a = [2,1,2], b = [5,7,9] ->
   // (1,7), (2,9), (2,5). Column 1: a = [0,0,1], b = [1,2,3] -> (0,2), (0,1), (1,3).
   constexpr char kHlo[] = R"(
 HloModule m
