@@ -7,6 +7,7 @@
 // rounds at each add, as XLA's evaluator does).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -329,6 +330,73 @@ void ForEachInWindow(const WindowGeometry& g, absl::Span<const int64_t> out_inde
   } while (NextIndex(wsize, &w));
 }
 
+// The one window dimension that reduces, when every other is the identity (size 1, stride 1,
+// no padding, no base dilation: output index = input index) and it has no base dilation;
+// nullopt otherwise.
+std::optional<int64_t> SingleReducingDimension(const WindowGeometry& g) {
+  std::optional<int64_t> found;
+  for (size_t d = 0; d < g.window.size(); ++d) {
+    const WindowDimension& w = g.window[d];
+    if (w.base_dilation != 1) return std::nullopt;
+    if (w.size == 1 && w.stride == 1 && w.padding_low == 0 && w.padding_high == 0) continue;
+    if (found.has_value()) return std::nullopt;
+    found = static_cast<int64_t>(d);
+  }
+  return found;
+}
+
+// reduce-window along one dimension d (SingleReducingDimension) with a native binary op: each
+// output reduces the contiguous run of its input row that the window covers (found in closed
+// form instead of visiting every window position, padding included), in the same order as
+// ForEachInWindow. An output whose run is the previous output's (a reduce broadcast back: a
+// window of 2N-1 padded N-1 covers the whole row for every output) reuses its result: the
+// same ops on the same values. Row-major element order along the other dimensions.
+template <typename T, BinaryOp kOp>
+void ReduceWindowAlongOneDimension(const WindowGeometry& g, int64_t d, const uint8_t* in,
+                                   typename T::Compute init, uint8_t* out) {
+  const WindowDimension& w = g.window[d];
+  const std::vector<int64_t> in_strides = RowMajorStrides(g.in_dims);
+  const std::vector<int64_t> out_strides = RowMajorStrides(g.out_dims);
+  const int64_t in_size = g.in_dims[d];
+  const int64_t out_size = g.out_dims[d];
+  std::vector<int64_t> rows = g.out_dims;
+  rows[d] = 1;
+  if (ElementCountOf(rows) == 0 || out_size == 0) return;
+  std::vector<int64_t> row(rows.size(), 0);
+  do {
+    int64_t in_base = 0;
+    int64_t out_base = 0;
+    for (size_t k = 0; k < row.size(); ++k) {
+      in_base += row[k] * in_strides[k];
+      out_base += row[k] * out_strides[k];
+    }
+    int64_t previous_first = -1;
+    int64_t previous_count = -1;
+    typename T::Compute previous = init;
+    for (int64_t o = 0; o < out_size; ++o) {
+      // Window position k reads input start + k·dilation when 0 <= it < in_size.
+      const int64_t start = o * w.stride - w.padding_low;
+      const int64_t step = w.window_dilation;
+      const int64_t k_lo = start >= 0 ? 0 : (-start + step - 1) / step;
+      const int64_t last = in_size - 1 - start;  // k·step <= last
+      const int64_t k_hi = last < 0 ? -1 : std::min(w.size - 1, last / step);
+      const int64_t count = std::max<int64_t>(0, k_hi - k_lo + 1);
+      const int64_t first = start + k_lo * step;
+      if (count != previous_count || (count > 0 && first != previous_first)) {
+        typename T::Compute acc = init;
+        for (int64_t j = 0; j < count; ++j) {
+          acc = T::Round(ApplyBinary<T, kOp>(acc, T::Load(in, in_base + (first + j * step) *
+                                                                       in_strides[d])));
+        }
+        previous = acc;
+        previous_first = first;
+        previous_count = count;
+      }
+      T::Store(out, out_base + o * out_strides[d], previous);
+    }
+  } while (NextIndex(rows, &row));
+}
+
 }  // namespace
 
 absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& instruction,
@@ -361,6 +429,10 @@ absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& i
             const uint8_t* in = operands[0]->data();
             uint8_t* out = outs[0]->mutable_data().data();
             const typename T::Compute init = T::Load(operands[1]->data(), 0);
+            if (const std::optional<int64_t> d = SingleReducingDimension(g)) {
+              ReduceWindowAlongOneDimension<T, kOp>(g, *d, in, init, out);
+              return absl::OkStatus();
+            }
             for (int64_t o = 0; o < out_count; ++o) {
               typename T::Compute acc = init;
               ForEachInWindow(g, out_index, in_strides, [&](int64_t i) {

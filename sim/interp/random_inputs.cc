@@ -1,7 +1,11 @@
 #include "sim/interp/random_inputs.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <deque>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -9,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "sim/interp/custom_calls.h"
 #include "sim/interp/element_types.h"
+#include "sim/ir/float_types.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -30,6 +35,13 @@ class Stream {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
   // Uniform in [0, n), n >= 1.
   int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
+  // This stream `count` draws later: SplitMix64's state moves by a constant per draw, so a
+  // chunk of an array can be drawn without drawing what comes before it.
+  Stream Skipped(uint64_t count) const {
+    Stream later = *this;
+    later.state_ += count * 0x9e3779b97f4a7c15ull;
+    return later;
+  }
 
  private:
   uint64_t state_;
@@ -160,11 +172,94 @@ IntRule FindRule(const Instruction* parameter, const Users& users) {
   return IntRule{};
 }
 
+// bf16 bits of `value` rounded to nearest even in one step from the double, exactly as
+// EncodeFloat (Literal::SetFromDouble) rounds it, for values in f32's normal range; others go
+// through EncodeFloat.
+uint16_t Bf16BitsFromDouble(double value) {
+  const uint64_t bits = std::bit_cast<uint64_t>(value);
+  const int64_t exponent = static_cast<int64_t>((bits >> 52) & 0x7ff);
+  if (exponent < 1023 - 126 || exponent > 1023 + 127) {
+    return static_cast<uint16_t>(EncodeFloat(PrimitiveType::kBF16, value));
+  }
+  // Exponent rebiased to bf16's (f32's), mantissa below it: dropping 45 bits with a
+  // round-to-nearest-even carry gives the bf16 magnitude (a carry into the exponent, up to
+  // inf, is the correct rounding too).
+  const uint64_t magnitude =
+      (static_cast<uint64_t>(exponent - 1023 + 127) << 52) | (bits & ((uint64_t{1} << 52) - 1));
+  uint64_t rounded = magnitude >> 45;
+  const uint64_t rest = magnitude & ((uint64_t{1} << 45) - 1);
+  const uint64_t half = uint64_t{1} << 44;
+  if (rest > half || (rest == half && (rounded & 1) != 0)) ++rounded;
+  return static_cast<uint16_t>(((bits >> 63) << 15) | rounded);
+}
+
+// Draws elements [begin, end) of a float array uniform in [-1, 1) from `stream` (positioned at
+// element `begin`), each rounded once from the double as Literal::SetFromDouble does.
+void FillFloatRange(PrimitiveType type, int64_t begin, int64_t end, Stream stream,
+                    uint8_t* data) {
+  const int64_t width = ByteWidth(type);
+  switch (type) {
+    case PrimitiveType::kF32:
+      for (int64_t i = begin; i < end; ++i) {
+        const float value = static_cast<float>(2.0 * stream.Uniform() - 1.0);
+        std::memcpy(data + i * 4, &value, 4);
+      }
+      return;
+    case PrimitiveType::kF64:
+      for (int64_t i = begin; i < end; ++i) {
+        const double value = 2.0 * stream.Uniform() - 1.0;
+        std::memcpy(data + i * 8, &value, 8);
+      }
+      return;
+    case PrimitiveType::kBF16:
+      for (int64_t i = begin; i < end; ++i) {
+        const uint16_t value = Bf16BitsFromDouble(2.0 * stream.Uniform() - 1.0);
+        std::memcpy(data + i * 2, &value, 2);
+      }
+      return;
+    default:
+      for (int64_t i = begin; i < end; ++i) {
+        const uint64_t value = EncodeFloat(type, 2.0 * stream.Uniform() - 1.0);
+        std::memcpy(data + i * width, &value, width);
+      }
+      return;
+  }
+}
+
+// A float array uniform in [-1, 1): the same values as SetFromDouble element by element
+// (which spent most of `perfsim run` of large modules on per-element type dispatch), drawn in
+// chunks on up to the machine's cores for large arrays; chunk c starts from the stream
+// skipped to its first element, so the values do not depend on the threads.
+void FillFloats(PrimitiveType type, int64_t n, Stream& stream, uint8_t* data) {
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t workers = std::min<int64_t>({cores, 16, (n + kChunk - 1) / kChunk});
+  if (workers <= 1) {
+    FillFloatRange(type, 0, n, stream, data);
+  } else {
+    const int64_t per = (n + workers - 1) / workers;
+    std::vector<std::thread> threads;
+    for (int64_t w = 1; w < workers; ++w) {
+      const int64_t begin = std::min(n, w * per);
+      const int64_t end = std::min(n, begin + per);
+      const Stream at = stream.Skipped(static_cast<uint64_t>(begin));
+      try {
+        threads.emplace_back([=] { FillFloatRange(type, begin, end, at, data); });
+      } catch (const std::system_error&) {
+        FillFloatRange(type, begin, end, at, data);  // no thread: this one does it
+      }
+    }
+    FillFloatRange(type, 0, std::min(n, per), stream, data);
+    for (std::thread& t : threads) t.join();
+  }
+  stream = stream.Skipped(static_cast<uint64_t>(n));
+}
+
 void FillArray(const Shape& shape, const IntRule& rule, Stream& stream, Literal* out) {
   const int64_t n = shape.ElementCount();
   const PrimitiveType type = shape.element_type();
   if (IsFloatingPoint(type)) {
-    for (int64_t i = 0; i < n; ++i) out->SetFromDouble(i, 2.0 * stream.Uniform() - 1.0);
+    FillFloats(type, n, stream, out->mutable_data().data());
   } else if (IsComplex(type)) {
     // Real, then imaginary part, each uniform in [-1, 1).
     uint8_t* data = out->mutable_data().data();
