@@ -186,6 +186,22 @@ void AddComputeWork(const Instruction& instruction, const Chip& chip, const Coun
       AddMatmul(TimeMatmul(p, chip), work);
       return;
     }
+    case Opcode::kScaledDot:
+      // The dot of the dequantised operands; the block scales add vector work only.
+      if (instruction.operand_count() == 4) {
+        AddMatmul(TimeMatmul(DotProblem(instruction, instruction.attributes().dot_dimension_numbers
+                                                         .value_or(DotDimensionNumbers{})),
+                             chip),
+                  work);
+      }
+      return;
+    case Opcode::kTriangularSolve:
+    case Opcode::kCholesky:
+      // Blocked algorithms whose work is matrix products: the true flops at the matrix rate.
+      AddFlopsAtMatrixRate(CountInstruction(instruction, truth).flops,
+                           instruction.operand(0)->shape().element_type(),
+                           instruction.operand(0)->shape().element_type(), instruction, chip, work);
+      return;
     case Opcode::kConvolution:
       if (instruction.operand_count() == 2) {
         AddFlopsAtMatrixRate(CountInstruction(instruction, truth).flops,

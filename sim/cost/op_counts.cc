@@ -720,6 +720,16 @@ OpCounts Counter::Count(const Instruction& instruction) {
       return CountConditional(instruction);
     case Opcode::kCustomCall:
       return CountCustomCall(instruction, c);
+    case Opcode::kBatchNormGrad:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormTraining:
+    case Opcode::kCholesky:
+    case Opcode::kComplex:
+    case Opcode::kFft:
+    case Opcode::kScaledDot:
+    case Opcode::kScan:
+    case Opcode::kTriangularSolve:
+      return CountLinalg(instruction, c);
   }
   return c;
 }

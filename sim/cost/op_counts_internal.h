@@ -49,6 +49,9 @@ class Counter {
  private:
   OpCounts Default(const Instruction& instruction);
   OpCounts CountCustomCall(const Instruction& instruction, OpCounts counts);
+  // fft, triangular-solve, cholesky, batch-norm-*, complex, scaled-dot, scan
+  // (op_counts_linalg.cc); `counts` holds the default (XLA Preprocess) bytes.
+  OpCounts CountLinalg(const Instruction& instruction, OpCounts counts);
   OpCounts CountWhile(const Instruction& instruction);
   OpCounts CountConditional(const Instruction& instruction);
   void ScaleSubcomputation(const Computation* computation, double times, OpCounts& counts,

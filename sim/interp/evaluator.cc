@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "sim/interp/collectives.h"
 #include "sim/interp/element_types.h"
+#include "sim/interp/evaluator_linalg.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -344,6 +345,24 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
       return EvalRaggedDot(*this, instruction, operands);
     case Opcode::kConvolution:
       return EvalConvolution(*this, instruction, operands);
+
+    // Linear algebra, signal processing and scan (evaluator_linalg.h).
+    case Opcode::kComplex:
+      return EvalComplex(*this, instruction, operands);
+    case Opcode::kTriangularSolve:
+      return EvalTriangularSolve(*this, instruction, operands);
+    case Opcode::kCholesky:
+      return EvalCholesky(*this, instruction, operands);
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad:
+      return EvalBatchNorm(*this, instruction, operands);
+    case Opcode::kScaledDot:
+      return EvalScaledDot(*this, instruction, operands);
+    case Opcode::kFft:
+      return EvalFft(*this, instruction, operands);
+    case Opcode::kScan:
+      return EvalScan(*this, instruction, operands);
 
     // Collectives.
     case Opcode::kAllGather:

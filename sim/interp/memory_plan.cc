@@ -430,6 +430,7 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
     case Opcode::kSelectAndScatter:
     case Opcode::kAllReduce:
     case Opcode::kAllReduceStart:
+    case Opcode::kScan:
       return fresh_with_calls(0);
     case Opcode::kReduceScatter: {
       // The fold of each operand, cut into blocks one operand at a time.
@@ -455,6 +456,14 @@ absl::StatusOr<Step> Planner::Model(const Instruction& instruction,
     }
 
     // Everything else makes its whole result.
+    case Opcode::kBatchNormGrad:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormTraining:
+    case Opcode::kCholesky:
+    case Opcode::kComplex:
+    case Opcode::kFft:
+    case Opcode::kScaledDot:
+    case Opcode::kTriangularSolve:
     case Opcode::kAbs:
     case Opcode::kAdd:
     case Opcode::kAllGather:

@@ -30,6 +30,17 @@ enum class FusionKind { kLoop, kInput, kOutput, kCustom };
 absl::string_view FusionKindName(FusionKind kind);
 std::optional<FusionKind> ParseFusionKind(absl::string_view text);
 
+// fft: fft_type=FFT (complex -> complex), IFFT (its inverse), RFFT (real -> half spectrum),
+// IRFFT (half spectrum -> real). Spelled as in XLA's FftType enum.
+enum class FftType { kFft, kIfft, kRfft, kIrfft };
+absl::string_view FftTypeName(FftType type);
+std::optional<FftType> ParseFftType(absl::string_view text);
+
+// triangular-solve: transpose_a=NO_TRANSPOSE | TRANSPOSE | ADJOINT (op(a) = a, a^T, conj(a)^T).
+enum class TriangularTranspose { kNoTranspose, kTranspose, kAdjoint };
+absl::string_view TriangularTransposeName(TriangularTranspose transpose);
+std::optional<TriangularTranspose> ParseTriangularTranspose(absl::string_view text);
+
 // dot and ragged-dot. Output dimension order: batch, lhs free, rhs free.
 struct DotDimensionNumbers {
   std::vector<int64_t> lhs_batch_dimensions;
@@ -159,6 +170,23 @@ struct InstructionAttributes {
   std::optional<int64_t> channel_id;
   bool use_global_device_ids = false;
   bool constrain_layout = false;
+
+  // fft: fft_type=RFFT, fft_length={64,32} (the transformed minor dimensions, real lengths).
+  std::optional<FftType> fft_type;
+  std::optional<std::vector<int64_t>> fft_length;
+  // triangular-solve (all four) and cholesky (lower): as written; XLA's defaults when absent
+  // are false and NO_TRANSPOSE.
+  std::optional<bool> left_side;
+  std::optional<bool> lower;
+  std::optional<bool> unit_diagonal;
+  std::optional<TriangularTranspose> transpose_a;
+  // batch-norm-training, -inference, -grad: epsilon=0.001, feature_index=1.
+  std::optional<float> epsilon;
+  std::optional<int64_t> feature_index;
+  // scan (with `dimensions` and to_apply): num_carries=1, is_reverse=false, is_associative=true.
+  std::optional<int64_t> num_carries;
+  std::optional<bool> is_reverse;
+  std::optional<bool> is_associative;
 
   std::string custom_call_target;         // custom-call
   std::optional<FusionKind> fusion_kind;  // fusion

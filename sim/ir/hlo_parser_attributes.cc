@@ -75,6 +75,17 @@ enum class Key {
   kTrueComputation,
   kFalseComputation,
   kControlPredecessors,
+  kFftType,
+  kFftLength,
+  kLeftSide,
+  kLower,
+  kUnitDiagonal,
+  kTransposeA,
+  kEpsilon,
+  kFeatureIndex,
+  kNumCarries,
+  kIsReverse,
+  kIsAssociative,
 };
 
 const absl::flat_hash_map<absl::string_view, Key>& KeyTable() {
@@ -138,6 +149,17 @@ const absl::flat_hash_map<absl::string_view, Key>& KeyTable() {
       {"true_computation", Key::kTrueComputation},
       {"false_computation", Key::kFalseComputation},
       {"control-predecessors", Key::kControlPredecessors},
+      {"fft_type", Key::kFftType},
+      {"fft_length", Key::kFftLength},
+      {"left_side", Key::kLeftSide},
+      {"lower", Key::kLower},
+      {"unit_diagonal", Key::kUnitDiagonal},
+      {"transpose_a", Key::kTransposeA},
+      {"epsilon", Key::kEpsilon},
+      {"feature_index", Key::kFeatureIndex},
+      {"num_carries", Key::kNumCarries},
+      {"is_reverse", Key::kIsReverse},
+      {"is_associative", Key::kIsAssociative},
   });
   return *kTable;
 }
@@ -166,6 +188,32 @@ GatherDimensionNumbers* GatherNumbers(InstructionAttributes* a) {
 ScatterDimensionNumbers* ScatterNumbers(InstructionAttributes* a) {
   if (!a->scatter_dimension_numbers.has_value()) a->scatter_dimension_numbers.emplace();
   return &*a->scatter_dimension_numbers;
+}
+
+// The keys of fft, triangular-solve, cholesky, batch-norm and scan are modelled only on those
+// opcodes (a custom-call may carry a `lower=` of its own; it stays verbatim).
+bool LinalgKeyModelled(Key key, Opcode opcode) {
+  switch (key) {
+    case Key::kFftType:
+    case Key::kFftLength:
+      return opcode == Opcode::kFft;
+    case Key::kLower:
+      return opcode == Opcode::kTriangularSolve || opcode == Opcode::kCholesky;
+    case Key::kLeftSide:
+    case Key::kUnitDiagonal:
+    case Key::kTransposeA:
+      return opcode == Opcode::kTriangularSolve;
+    case Key::kEpsilon:
+    case Key::kFeatureIndex:
+      return opcode == Opcode::kBatchNormTraining || opcode == Opcode::kBatchNormInference ||
+             opcode == Opcode::kBatchNormGrad;
+    case Key::kNumCarries:
+    case Key::kIsReverse:
+    case Key::kIsAssociative:
+      return opcode == Opcode::kScan;
+    default:
+      return true;
+  }
 }
 
 // Splits a kDimList/kNumber text such as "0_0x1_1_2" into per-dimension integer groups.
@@ -208,7 +256,8 @@ absl::Status HloParser::ParseAttribute(AttributeTarget& target) {
         opcode != Opcode::kScatter) ||
        ((it->second == Key::kLhsRaggedDims || it->second == Key::kRhsGroupDims) &&
         opcode != Opcode::kRaggedDot));
-  if (it == table.end() || opcode_specific_elsewhere) {
+  const bool linalg_key_elsewhere = it != table.end() && !LinalgKeyModelled(it->second, opcode);
+  if (it == table.end() || opcode_specific_elsewhere || linalg_key_elsewhere) {
     // An attribute perfsim does not model: kept verbatim for the printer.
     PERFSIM_ASSIGN_OR_RETURN(std::string value, ParseRawValue());
     target.instruction->mutable_attributes()->other.emplace_back(std::move(key), std::move(value));
@@ -444,6 +493,63 @@ absl::Status HloParser::ParseAttribute(AttributeTarget& target) {
       return ParseComputationRefs(target, CallRole::kFalseComputation, false);
     case Key::kControlPredecessors:
       return ParseControlPredecessors(target);
+    case Key::kFftType: {
+      const std::optional<FftType> type =
+          At(TokenKind::kIdentifier) ? ParseFftType(tok_.text) : std::nullopt;
+      if (!type.has_value()) return Expected("an fft type (FFT, IFFT, RFFT, IRFFT)");
+      a->fft_type = type;
+      Advance();
+      return absl::OkStatus();
+    }
+    case Key::kFftLength: {
+      PERFSIM_ASSIGN_OR_RETURN(a->fft_length, ParseIntList(list_name));
+      return absl::OkStatus();
+    }
+    case Key::kLeftSide: {
+      PERFSIM_ASSIGN_OR_RETURN(a->left_side, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kLower: {
+      PERFSIM_ASSIGN_OR_RETURN(a->lower, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kUnitDiagonal: {
+      PERFSIM_ASSIGN_OR_RETURN(a->unit_diagonal, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kTransposeA: {
+      const std::optional<TriangularTranspose> transpose =
+          At(TokenKind::kIdentifier) ? ParseTriangularTranspose(tok_.text) : std::nullopt;
+      if (!transpose.has_value()) return Expected("NO_TRANSPOSE, TRANSPOSE or ADJOINT");
+      a->transpose_a = transpose;
+      Advance();
+      return absl::OkStatus();
+    }
+    case Key::kEpsilon: {
+      float epsilon = 0;
+      if (!At(TokenKind::kNumber) || !absl::SimpleAtof(tok_.text, &epsilon)) {
+        return Expected("a floating-point epsilon");
+      }
+      a->epsilon = epsilon;
+      Advance();
+      return absl::OkStatus();
+    }
+    case Key::kFeatureIndex: {
+      PERFSIM_ASSIGN_OR_RETURN(a->feature_index, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kNumCarries: {
+      PERFSIM_ASSIGN_OR_RETURN(a->num_carries, ParseInt64("an integer"));
+      return absl::OkStatus();
+    }
+    case Key::kIsReverse: {
+      PERFSIM_ASSIGN_OR_RETURN(a->is_reverse, ParseBool());
+      return absl::OkStatus();
+    }
+    case Key::kIsAssociative: {
+      PERFSIM_ASSIGN_OR_RETURN(a->is_associative, ParseBool());
+      return absl::OkStatus();
+    }
     case Key::kBackendConfig:
     case Key::kMetadata:
     case Key::kSharding:

@@ -215,6 +215,19 @@ void AppendStructuredAttributes(const Instruction& instruction, AttributeWriter&
     w.Add("custom_call_target", EscapeString(a.custom_call_target));
   }
   if (a.fusion_kind.has_value()) w.Add("kind", FusionKindName(*a.fusion_kind));
+  // fft, triangular-solve, cholesky, batch-norm-*, scan: as written (XLA reads each one).
+  const auto bool_text = [](bool value) { return value ? "true" : "false"; };
+  if (a.fft_type.has_value()) w.Add("fft_type", FftTypeName(*a.fft_type));
+  if (a.fft_length.has_value()) w.AddList("fft_length", *a.fft_length);
+  if (a.left_side.has_value()) w.Add("left_side", bool_text(*a.left_side));
+  if (a.lower.has_value()) w.Add("lower", bool_text(*a.lower));
+  if (a.unit_diagonal.has_value()) w.Add("unit_diagonal", bool_text(*a.unit_diagonal));
+  if (a.transpose_a.has_value()) w.Add("transpose_a", TriangularTransposeName(*a.transpose_a));
+  if (a.epsilon.has_value()) w.Add("epsilon", absl::StrCat(*a.epsilon));
+  if (a.feature_index.has_value()) w.Add("feature_index", absl::StrCat(*a.feature_index));
+  if (a.num_carries.has_value()) w.Add("num_carries", absl::StrCat(*a.num_carries));
+  if (a.is_reverse.has_value()) w.Add("is_reverse", bool_text(*a.is_reverse));
+  if (a.is_associative.has_value()) w.Add("is_associative", bool_text(*a.is_associative));
 }
 
 std::string ComputationList(const std::vector<Computation*>& computations) {
