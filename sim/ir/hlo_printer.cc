@@ -4,10 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sim/ir/hlo_lexer.h"
 
+#include "sim/ir/literal.h"
+#include "sim/ir/primitive_type.h"
 namespace perfsim {
 namespace {
 
@@ -16,11 +20,30 @@ bool IsNameChar(char c) {
   return IsLetter(c) || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-// Names print bare when the lexer reads them back as one identifier that is not a keyword;
-// otherwise (e.g. "0", "ROOT") with XLA's '%' prefix.
+// Words XLA's lexer (xla/hlo/parser/hlo_lexer.cc) reads as something other than a name when
+// they stand bare: its keywords, and the primitive type names, which are reserved words
+// (f32, pred, token; also spellings perfsim has no type for, e.g. f4e2m1fn, s1: any letter of
+// s/u/f/c followed by a digit is taken as one).
+bool IsReservedWord(absl::string_view name) {
+  static constexpr absl::string_view kKeywords[] = {
+      "true",        "false",      "inf",           "nan",       "HloModule",
+      "ENTRY",       "ROOT",       "FileLocations", "FileNames", "FunctionNames",
+      "StackFrames", "maximal",    "replicated",    "manual",    "last_tile_dim_replicate",
+      "shard_as",    "shard_like", "unknown",       "unreduced", "pred",
+      "token",       "opaque",     "bf16"};
+  for (absl::string_view keyword : kKeywords) {
+    if (name == keyword) return true;
+  }
+  if (ParsePrimitiveType(name).has_value()) return true;
+  return name.size() >= 2 &&
+         (name[0] == 's' || name[0] == 'u' || name[0] == 'f' || name[0] == 'c') && name[1] >= '0' &&
+         name[1] <= '9';
+}
+
+// Names print bare when the lexer reads them back as one identifier that is not a reserved
+// word; otherwise (e.g. "0", "ROOT", "replicated") with XLA's '%' prefix.
 std::string NameText(absl::string_view name) {
-  bool bare = !name.empty() && (IsLetter(name[0]) || name[0] == '_') && name != "ROOT" &&
-              name != "ENTRY" && name != "HloModule";
+  bool bare = !name.empty() && (IsLetter(name[0]) || name[0] == '_') && !IsReservedWord(name);
   for (size_t i = 0; bare && i < name.size(); ++i) {
     bare = IsNameChar(name[i]) && !(name[i] == '-' && i + 1 < name.size() && name[i + 1] == '>');
   }
@@ -211,7 +234,8 @@ void AppendStructuredAttributes(const Instruction& instruction, AttributeWriter&
   if (a.channel_id.has_value()) w.Add("channel_id", absl::StrCat(*a.channel_id));
   if (a.use_global_device_ids) w.Add("use_global_device_ids", "true");
   if (a.constrain_layout) w.Add("constrain_layout", "true");
-  if (!a.custom_call_target.empty()) {
+  // XLA requires the target on a custom-call, even an empty one.
+  if (instruction.opcode() == Opcode::kCustomCall || !a.custom_call_target.empty()) {
     w.Add("custom_call_target", EscapeString(a.custom_call_target));
   }
   if (a.fusion_kind.has_value()) w.Add("kind", FusionKindName(*a.fusion_kind));
@@ -278,19 +302,170 @@ std::vector<const Instruction*> PrintOrder(const Computation& computation) {
   return order;
 }
 
-}  // namespace
+// How many instructions of a module call each computation, in any role.
+using CallCounts = absl::flat_hash_map<const Computation*, int>;
 
-std::string PrintInstruction(const Instruction& instruction) {
+CallCounts CountCalls(const Module* module) {
+  CallCounts counts;
+  if (module == nullptr) return counts;
+  for (const auto& computation : module->computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      for (const Computation* called : instruction->called_computations()) ++counts[called];
+    }
+  }
+  return counts;
+}
+
+// Everything an instruction prints after its operand list, except control-predecessors.
+std::string AttributesText(const Instruction& instruction) {
+  std::string out;
+  AttributeWriter w(&out);
+  const InstructionAttributes& a = instruction.attributes();
+  AppendStructuredAttributes(instruction, w);
+  for (const auto& [key, value] : a.other) w.Add(key, value);
+  AppendCalledComputations(instruction, w);
+  return out;
+}
+
+std::string CommonAttributesText(const Instruction& instruction) {
+  std::string out;
+  AttributeWriter w(&out);
+  const InstructionAttributes& a = instruction.attributes();
+  if (!a.sharding.empty()) w.Add("sharding", a.sharding);
+  if (!a.frontend_attributes.empty()) w.Add("frontend_attributes", a.frontend_attributes);
+  if (!a.metadata.empty()) w.Add("metadata", a.metadata);
+  if (a.backend_config.has_value()) w.Add("backend_config", *a.backend_config);
+  return out;
+}
+
+std::string ControlPredecessorsText(const Instruction& instruction) {
+  if (instruction.control_predecessors().empty()) return "";
+  std::vector<std::string> names;
+  for (const Instruction* p : instruction.control_predecessors()) {
+    names.push_back(p == nullptr ? "%null" : NameText(p->name()));
+  }
+  return absl::StrCat(", control-predecessors={", absl::StrJoin(names, ", "), "}");
+}
+
+bool SameShape(const Shape& a, const Shape& b) { return a.ToString() == b.ToString(); }
+
+// The op an async-start wraps when the start prints in XLA's sugared form, `ag =
+// ((f32[8]), f32[32]) all-to-all-start(x), dimensions={0}` for `async-start(x), calls=w` with
+// `w { p = f32[8] parameter(0)  ROOT a = f32[32] all-to-all(p), dimensions={0} }`; nullptr when
+// it prints as async-start. The parser reads `foo-start` back into the same wrapper, with the
+// attributes written on the line on the wrapped op (so they print on the line again), and XLA
+// reads them as it reads its own sugar: async_execution_thread, backend_config,
+// frontend_attributes, ... where it put them when it printed the module. The wrapper must be
+// what the parser would build: called by this start alone, parameters in order straight into
+// one op whose shapes are the start's ((operands), result), no thread of its own, and the start
+// must carry no attribute of its own (it would move onto the wrapped op). `foo-start` must not
+// be an op of its own (all-gather-start is one).
+const Instruction* SugarWrappedOp(const Instruction& start, const CallCounts& calls) {
+  if (start.opcode() != Opcode::kAsyncStart || start.calls().size() != 1) return nullptr;
+  const Computation* wrapper = start.calls().front();
+  if (wrapper == nullptr || wrapper->is_entry() || !wrapper->execution_thread().empty()) {
+    return nullptr;
+  }
+  const auto count = calls.find(wrapper);
+  if (count == calls.end() || count->second != 1) return nullptr;
+  const Instruction* op = wrapper->root();
+  if (op == nullptr || op->opcode() == Opcode::kParameter || op->opcode() == Opcode::kConstant ||
+      ParseOpcode(absl::StrCat(OpcodeSpelling(op->opcode()), "-start")).has_value() ||
+      !op->control_predecessors().empty() || op->operand_count() != start.operand_count() ||
+      wrapper->instruction_count() != op->operand_count() + 1 ||
+      wrapper->parameter_count() != op->operand_count()) {
+    return nullptr;
+  }
+  const Shape& shape = start.shape();
+  if (!shape.IsTuple() || shape.tuple_size() < 2 || !shape.tuple_shapes(0).IsTuple() ||
+      shape.tuple_shapes(0).tuple_size() != op->operand_count() ||
+      !SameShape(op->shape(), shape.tuple_shapes(1))) {
+    return nullptr;
+  }
+  for (int64_t i = 0; i < op->operand_count(); ++i) {
+    if (op->operand(i) == nullptr || op->operand(i) != wrapper->parameter(i) ||
+        !SameShape(op->operand(i)->shape(), shape.tuple_shapes(0).tuple_shapes(i))) {
+      return nullptr;
+    }
+  }
+  // The start's one attribute is its `calls=`: any other would move onto the wrapped op.
+  std::string structured;
+  AttributeWriter w(&structured);
+  AppendStructuredAttributes(start, w);
+  if (!structured.empty() || !start.attributes().other.empty() ||
+      start.called_computations().size() != 1 || !CommonAttributesText(start).empty()) {
+    return nullptr;
+  }
+  return op;
+}
+
+// The opcode text: `foo-start` for a sugared async-start, `foo-update` / `foo-done` for the
+// async-update / async-done of one (unless that spelling is an op of its own, e.g. send-done),
+// the opcode's spelling otherwise.
+std::string OpcodeText(const Instruction& instruction, const CallCounts& calls) {
+  const Opcode opcode = instruction.opcode();
+  if (opcode == Opcode::kAsyncStart) {
+    if (const Instruction* op = SugarWrappedOp(instruction, calls)) {
+      return absl::StrCat(OpcodeSpelling(op->opcode()), "-start");
+    }
+  }
+  if ((opcode == Opcode::kAsyncUpdate || opcode == Opcode::kAsyncDone) &&
+      instruction.calls().empty()) {
+    const Instruction* start = instruction.operand_count() == 1 ? instruction.operand(0) : nullptr;
+    // Back along the updates to the start; a cycle (which the verifier rejects) stops after as
+    // many steps as the computation has instructions.
+    const int64_t limit =
+        instruction.parent() == nullptr ? 0 : instruction.parent()->instruction_count();
+    for (int64_t steps = 0; start != nullptr && start->opcode() == Opcode::kAsyncUpdate &&
+                            start->operand_count() == 1 && steps < limit;
+         ++steps) {
+      start = start->operand(0);
+    }
+    const Instruction* op = start == nullptr ? nullptr : SugarWrappedOp(*start, calls);
+    if (op != nullptr) {
+      std::string sugar = absl::StrCat(OpcodeSpelling(op->opcode()),
+                                       opcode == Opcode::kAsyncUpdate ? "-update" : "-done");
+      if (!ParseOpcode(sugar).has_value()) return sugar;
+    }
+  }
+  return std::string(OpcodeSpelling(opcode));
+}
+
+// A constant's literal text. An array whose elements after the first are all zero prints as
+// its first element alone, `f32[4096,4096] constant(1)`: XLA's parser reads one scalar for an
+// array that way (element 0 set, the rest zero), and so does perfsim's, up to 2^24 elements
+// (HloParser::kMaxScalarFilledElements). Only arrays of more than 1024 elements take the short
+// form, where the long one is mostly zeros (64 MiB of text for XLA's own f32[4096,4096]
+// constant(0)); smaller ones print every element, which reads plainer.
+std::string LiteralText(const Literal& literal) {
+  constexpr int64_t kShortFormMinElements = 1024;
+  constexpr int64_t kShortFormMaxElements = int64_t{1} << 24;
+  const Shape& shape = literal.shape();
+  const int64_t count = literal.element_count();
+  if (!shape.IsArray() || literal.elided() || IsComplex(shape.element_type()) ||
+      count <= kShortFormMinElements || count > kShortFormMaxElements) {
+    return literal.ToString();
+  }
+  const absl::Span<const uint8_t> data = literal.data();
+  const size_t first = static_cast<size_t>(ByteWidth(shape.element_type()));
+  if (data.size() != static_cast<size_t>(count) * first ||
+      !std::all_of(data.begin() + first, data.end(), [](uint8_t b) { return b == 0; })) {
+    return literal.ToString();
+  }
+  return FormatLiteralElement(shape.element_type(), literal.GetBits(0));
+}
+
+std::string InstructionText(const Instruction& instruction, const CallCounts& calls) {
   std::string out;
   const Computation* parent = instruction.parent();
   if (parent != nullptr && parent->root() == &instruction) out.append("ROOT ");
   absl::StrAppend(&out, NameText(instruction.name()), " = ", instruction.shape().ToString(), " ",
-                  OpcodeSpelling(instruction.opcode()), "(");
+                  OpcodeText(instruction, calls), "(");
   const InstructionAttributes& a = instruction.attributes();
   if (instruction.opcode() == Opcode::kParameter) {
     absl::StrAppend(&out, a.parameter_number.value_or(0));
   } else if (instruction.opcode() == Opcode::kConstant) {
-    if (a.literal.has_value()) absl::StrAppend(&out, a.literal->ToString());
+    if (a.literal.has_value()) absl::StrAppend(&out, LiteralText(*a.literal));
   } else {
     std::vector<std::string> operands;
     operands.reserve(instruction.operands().size());
@@ -300,31 +475,20 @@ std::string PrintInstruction(const Instruction& instruction) {
     absl::StrAppend(&out, absl::StrJoin(operands, ", "));
   }
   out.append(")");
-
-  AttributeWriter w(&out);
-  AppendStructuredAttributes(instruction, w);
-  for (const auto& [key, value] : a.other) w.Add(key, value);
-  AppendCalledComputations(instruction, w);
-  if (!instruction.control_predecessors().empty()) {
-    std::vector<std::string> names;
-    for (const Instruction* p : instruction.control_predecessors()) {
-      names.push_back(p == nullptr ? "%null" : NameText(p->name()));
-    }
-    w.Add("control-predecessors", absl::StrCat("{", absl::StrJoin(names, ", "), "}"));
-  }
-  if (!a.sharding.empty()) w.Add("sharding", a.sharding);
-  if (!a.frontend_attributes.empty()) w.Add("frontend_attributes", a.frontend_attributes);
-  if (!a.metadata.empty()) w.Add("metadata", a.metadata);
-  if (a.backend_config.has_value()) w.Add("backend_config", *a.backend_config);
+  // A sugared async-start prints the wrapped op's attributes and its own control predecessors.
+  const Instruction* wrapped = SugarWrappedOp(instruction, calls);
+  const Instruction& attributes = wrapped != nullptr ? *wrapped : instruction;
+  absl::StrAppend(&out, AttributesText(attributes), ControlPredecessorsText(instruction),
+                  CommonAttributesText(attributes));
   return out;
 }
 
-std::string PrintComputation(const Computation& computation) {
+std::string ComputationText(const Computation& computation, const CallCounts& calls) {
   std::string out;
   if (computation.is_entry()) out.append("ENTRY ");
   absl::StrAppend(&out, NameText(computation.name()), " {\n");
   for (const Instruction* instruction : PrintOrder(computation)) {
-    absl::StrAppend(&out, "  ", PrintInstruction(*instruction), "\n");
+    absl::StrAppend(&out, "  ", InstructionText(*instruction, calls), "\n");
   }
   out.append("}");
   if (!computation.execution_thread().empty()) {
@@ -336,6 +500,26 @@ std::string PrintComputation(const Computation& computation) {
 
 std::string PrintModule(const Module& module) {
   std::string out = absl::StrCat("HloModule ", NameText(module.name()));
+const Module* ModuleOf(const Computation* computation) {
+  return computation == nullptr ? nullptr : computation->parent();
+}
+
+}  // namespace
+
+std::string PrintInstruction(const Instruction& instruction) {
+  // Only an async-start needs the module's call counts (to know whether it prints sugared).
+  const CallCounts calls = instruction.opcode() == Opcode::kAsyncStart ||
+                                   instruction.opcode() == Opcode::kAsyncUpdate ||
+                                   instruction.opcode() == Opcode::kAsyncDone
+                               ? CountCalls(ModuleOf(instruction.parent()))
+                               : CallCounts();
+  return InstructionText(instruction, calls);
+}
+
+std::string PrintComputation(const Computation& computation) {
+  return ComputationText(computation, CountCalls(ModuleOf(&computation)));
+}
+
   for (const auto& [key, value] : module.header_attributes()) {
     absl::StrAppend(&out, ", ", key, "=", value);
   }
@@ -344,6 +528,16 @@ std::string PrintModule(const Module& module) {
     absl::StrAppend(&out, "\n", module.stack_frame_index(), "\n");
   // Callees before callers; a recursive call graph (which the verifier rejects) prints in text
   // order.
+  const CallCounts calls = CountCalls(&module);
+  // The wrappers of sugared async-starts print inside their start's line.
+  absl::flat_hash_set<const Computation*> sugared;
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (SugarWrappedOp(*instruction, calls) != nullptr) {
+        sugared.insert(instruction->calls().front());
+      }
+    }
+  }
   std::vector<const Computation*> order;
   absl::StatusOr<std::vector<Computation*>> post_order = module.ComputationPostOrder();
   if (post_order.ok()) {
@@ -352,7 +546,8 @@ std::string PrintModule(const Module& module) {
     for (const auto& computation : module.computations()) order.push_back(computation.get());
   }
   for (const Computation* computation : order) {
-    absl::StrAppend(&out, "\n", PrintComputation(*computation));
+    if (sugared.contains(computation)) continue;
+    absl::StrAppend(&out, "\n", ComputationText(*computation, calls));
   }
   return out;
 }

@@ -10,8 +10,21 @@
 //     ROOT n = f32[4]{0} negate(x)
 //   }
 //
-// Names print without `%`; called computations print before their callers; every attribute the
+// Names print without `%` unless XLA's lexer would read them as something else (`%0`,
+// `%replicated`, `%ROOT`); called computations print before their callers; every attribute the
 // parser kept (metadata, sharding, backend_config, unknown ones) prints back verbatim.
+//
+// An async-start whose called computation only wraps one op, the way the parser reads XLA's
+// sugar `foo-start(x), attrs...`, prints in that sugared form, with the op's attributes on the
+// start's line, as XLA prints it:
+//
+//   s = ((f32[10]), f32[20], s32[]) custom-call-start(p), custom_call_target="foo",
+//       async_execution_thread="parallel_thread", backend_config={"k":1}
+//   d = f32[20] custom-call-done(s)
+//
+// so XLA reads async_execution_thread, backend_config, frontend_attributes, ... where it wrote
+// them. An async-start with attributes of its own, or a wrapper called from elsewhere, prints
+// as `async-start(x), calls=wrapper` with the wrapper printed as a computation.
 #ifndef PERFSIM_SIM_IR_HLO_PRINTER_H_
 #define PERFSIM_SIM_IR_HLO_PRINTER_H_
 

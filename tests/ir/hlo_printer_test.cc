@@ -149,26 +149,97 @@ ENTRY e {
   EXPECT_EQ(PrintInstruction(*e.FindInstruction("d")), "ROOT d = f32[1000000] constant({...})");
 }
 
-TEST(HloPrinter, PrintsInlineAndSugaredComputationsAsNamedOnes) {
-  const std::string printed = ParseAndPrint(R"(HloModule m
+TEST(HloPrinter, PrintsAsyncSugarAsXlaDoesWithTheWrappedOpsAttributesOnTheStart) {
+  // XLA's sugar: async_execution_thread and backend_config belong to the start when XLA reads
+  // this line, custom_call_target to the wrapped custom-call. perfsim keeps them all on the
+  // wrapped op, so the start prints sugared again and XLA reads each where it was.
+  const std::string text = R"(HloModule m
+
 ENTRY e {
   p = f32[10] parameter(0)
-  s = ((f32[10]), f32[20], s32[]) custom-call-start(p), custom_call_target="foo"
-  ROOT d = f32[20] custom-call-done(s)
+  s = ((f32[10]), f32[20], s32[]) custom-call-start(p), custom_call_target="foo", async_execution_thread="parallel_thread", frontend_attributes={_scheduling_group_id="1"}, backend_config={"k": 1}
+  u = ((f32[10]), f32[20], s32[]) custom-call-update(s)
+  ROOT d = f32[20] custom-call-done(u)
+}
+)";
+  EXPECT_EQ(ParseAndPrint(text), text);
+}
+
+TEST(HloPrinter, PrintsAnExplicitAsyncStartWithItsCalledComputation) {
+  // The start carries an attribute of its own: sugar would move it onto the wrapped op.
+  ExpectRoundTrip(R"(HloModule m
+w {
+  p = f32[10] parameter(0)
+  ROOT n = f32[10] negate(p), backend_config={"inner": 1}
+}
+ENTRY e {
+  x = f32[10] parameter(0)
+  s = ((f32[10]), f32[10], s32[]) async-start(x), calls=w, async_execution_thread="t"
+  ROOT d = f32[10] async-done(s)
+})");
+  const std::string printed = ParseAndPrint(R"(HloModule m
+w {
+  p = f32[10] parameter(0)
+  ROOT n = f32[10] negate(p)
+}, execution_thread="t"
+ENTRY e {
+  x = f32[10] parameter(0)
+  s = ((f32[10]), f32[10], s32[]) async-start(x), calls=w, async_execution_thread="t"
+  ROOT d = f32[10] async-done(s), calls=w
+})");
+  EXPECT_THAT(printed, HasSubstr("async-start(x), async_execution_thread=\"t\", calls=w\n"));
+  EXPECT_THAT(printed, HasSubstr("async-done(s), calls=w\n"));
+  EXPECT_THAT(printed, HasSubstr("ROOT n = f32[10] negate(p)\n}, execution_thread=\"t\""));
+}
+
+TEST(HloPrinter, NativeStartOpsAreNotSugar) {
+  // all-gather-start is an op of its own; an async-start wrapping an all-gather must not print
+  // as `all-gather-start`, which would read back as that op.
+  const std::string printed = ParseAndPrint(R"(HloModule m
+w {
+  p = f32[4] parameter(0)
+  ROOT g = f32[8] all-gather(p), dimensions={0}, replica_groups={{0,1}}
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  s = ((f32[4]), f32[8], s32[]) async-start(x), calls=w
+  ROOT d = f32[8] async-done(s)
+})");
+  EXPECT_THAT(printed, HasSubstr("async-start(x), calls=w\n"));
+  ExpectRoundTrip(printed);
+}
+
+TEST(HloPrinter, PrefixesNamesXlasLexerReadsAsKeywords) {
+  // `ENTRY replicated {` is a syntax error for XLA: replicated is a sharding keyword.
+  const std::string printed = ParseAndPrint(R"(HloModule m
+ENTRY %replicated {
+  %manual = f32[] parameter(0)
+  %nan = f32[] negate(%manual)
+  ROOT %maximal = f32[] negate(%nan)
 })");
   EXPECT_EQ(printed, R"(HloModule m
 
-s.wrapped {
-  param_0 = f32[10] parameter(0)
-  ROOT custom-call = f32[20] custom-call(param_0), custom_call_target="foo"
-}
-
-ENTRY e {
-  p = f32[10] parameter(0)
-  s = ((f32[10]), f32[20], s32[]) async-start(p), calls=s.wrapped
-  ROOT d = f32[20] async-done(s)
+ENTRY %replicated {
+  %manual = f32[] parameter(0)
+  %nan = f32[] negate(%manual)
+  ROOT %maximal = f32[] negate(%nan)
 }
 )");
+}
+
+TEST(HloPrinter, KeepsAnEmptyCustomCallTarget) {
+  // XLA requires custom_call_target on a custom-call; "" is a valid target.
+  ExpectRoundTrip(R"(HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT c = f32[4] custom-call(x), custom_call_target=""
+})");
+  EXPECT_THAT(ParseAndPrint(R"(HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT c = f32[4] custom-call(x), custom_call_target=""
+})"),
+              HasSubstr("custom-call(x), custom_call_target=\"\"\n"));
 }
 
 TEST(HloPrinter, OpcodeSpecificAttributesOnOtherOpcodesPrintOnce) {
