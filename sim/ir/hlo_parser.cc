@@ -161,7 +161,13 @@ absl::StatusOr<std::unique_ptr<Module>> HloParser::ParseModule() {
 absl::Status HloParser::ParseHeader(std::string* module_name,
                                     std::vector<std::pair<std::string, std::string>>* attributes) {
   Advance();  // HloModule
+  const Token name_token = tok_;
   PERFSIM_ASSIGN_OR_RETURN(*module_name, ParseNameToken("a module name"));
+  // The legacy header `HloModule name:` (XLA lexes `name:` as one token).
+  if (At(TokenKind::kColon) && lexer_.OffsetOf(tok_.text) == lexer_.OffsetOf(name_token.text) +
+                                                                  name_token.text.size()) {
+    Advance();
+  }
   while (At(TokenKind::kComma)) {
     Advance();
     PERFSIM_ASSIGN_OR_RETURN(std::string key, ParseNameToken("a module attribute name"));
@@ -302,17 +308,49 @@ absl::Status HloParser::ParseInstruction(Scope& scope, Instruction** root) {
   Advance();
   PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "'=' after the instruction name"));
   const SourceLocation shape_location = LocationOf(tok_);
-  PERFSIM_ASSIGN_OR_RETURN(Shape shape, ParseShape());
-  PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(shape, shape_location));
-  if (!At(TokenKind::kIdentifier)) return Expected("an opcode");
+  std::optional<Shape> shape;
+  if (AtShapeStart()) {
+    PERFSIM_ASSIGN_OR_RETURN(shape, ParseShape());
+    PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(*shape, shape_location));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(
+      Instruction * added,
+      ParseInstructionRhs(scope, std::string(name_token.text), LocationOf(name_token),
+                          std::move(shape), shape_location, /*nested=*/false));
+  if (is_root) {
+    if (*root != nullptr) {
+      return ErrorAt(LocationOf(first),
+                     absl::StrCat("expected one ROOT instruction; got a second, '", added->name(),
+                                  "', after '", (*root)->name(), "'"));
+    }
+    *root = added;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Instruction*> HloParser::ParseInstructionRhs(Scope& scope, std::string name,
+                                                            SourceLocation name_location,
+                                                            std::optional<Shape> shape,
+                                                            SourceLocation shape_location,
+                                                            bool nested) {
+  const absl::string_view what = shape.has_value() ? "an opcode" : "a shape or an opcode";
+  if (!At(TokenKind::kIdentifier)) return Expected(what);
   const Token opcode_token = tok_;
   const std::optional<OpcodeChoice> choice = ResolveOpcode(tok_.text);
-  if (!choice.has_value()) return Expected("an opcode");
+  if (!choice.has_value()) return Expected(what);
+  // As in XLA's parser, only ops whose result follows from operands and attributes may leave
+  // their shape out; for the others (parameter, constant, reshape, broadcast, iota, custom-call,
+  // collectives, async pairs, ...) XLA always writes it.
+  if (!shape.has_value() && !ParserInfersShape(choice->opcode)) {
+    return ErrorAt(LocationOf(opcode_token),
+                   absl::StrCat("expected a result shape before '", opcode_token.text,
+                                "', whose shape is never inferred; got none"));
+  }
   Advance();
 
-  auto instruction =
-      std::make_unique<Instruction>(choice->opcode, std::string(name_token.text), std::move(shape));
-  instruction->set_location(LocationOf(name_token));
+  auto instruction = std::make_unique<Instruction>(choice->opcode, std::move(name),
+                                                   shape.has_value() ? *shape : Shape());
+  instruction->set_location(name_location);
   PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLparen, "'(' after the opcode"));
   if (choice->opcode == Opcode::kParameter) {
     PERFSIM_ASSIGN_OR_RETURN(int64_t number, ParseInt64("a parameter number"));
@@ -344,44 +382,76 @@ absl::Status HloParser::ParseInstruction(Scope& scope, Instruction** root) {
     PERFSIM_ASSIGN_OR_RETURN(target.instruction,
                              WrapAsyncSugar(instruction.get(), *choice->wrapped, shape_location));
   }
-  while (At(TokenKind::kComma)) {
+  // A nested instruction has no attributes: the comma after it separates operands.
+  while (!nested && At(TokenKind::kComma)) {
     Advance();
     PERFSIM_RETURN_IF_ERROR(ParseAttribute(target));
   }
 
   Instruction* added = scope.computation->AddInstruction(std::move(instruction));
-  if (is_root) {
-    if (*root != nullptr) {
-      return ErrorAt(LocationOf(first),
-                     absl::StrCat("expected one ROOT instruction; got a second, '", added->name(),
-                                  "', after '", (*root)->name(), "'"));
-    }
-    *root = added;
-  }
-  return absl::OkStatus();
+  if (!shape.has_value()) unshaped_.push_back({added, LocationOf(opcode_token)});
+  return added;
 }
 
 absl::Status HloParser::ParseOperands(Scope& scope, Instruction* instruction) {
   if (At(TokenKind::kRparen)) return absl::OkStatus();
   while (true) {
     // A typed operand, `f32[10]{0} %p0`: the shape is informative only; the verifier checks
-    // the operand's own shape.
+    // the operand's own shape. Before a nested instruction it is that instruction's shape.
+    std::optional<Shape> written;
+    const SourceLocation shape_location = LocationOf(tok_);
     if (AtShapeStart()) {
-      const SourceLocation location = LocationOf(tok_);
-      PERFSIM_ASSIGN_OR_RETURN(Shape written, ParseShape());
-      PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(written, location));
+      PERFSIM_ASSIGN_OR_RETURN(written, ParseShape());
+      PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(*written, shape_location));
     }
-    if (!AtName()) return Expected("an operand name");
-    Instruction* operand = scope.computation->FindInstruction(tok_.text);
-    if (operand == nullptr) {
-      scope.pending.push_back(
-          {instruction, instruction->operand_count(), std::string(tok_.text), LocationOf(tok_)});
+    if (NestedInstructionFollows()) {
+      PERFSIM_ASSIGN_OR_RETURN(Instruction * nested,
+                               ParseNestedInstruction(scope, std::move(written), shape_location));
+      instruction->AppendOperand(nested);
+    } else {
+      if (!AtName()) return Expected("an operand name");
+      Instruction* operand = scope.computation->FindInstruction(tok_.text);
+      if (operand == nullptr) {
+        scope.pending.push_back(
+            {instruction, instruction->operand_count(), std::string(tok_.text), LocationOf(tok_)});
+      }
+      instruction->AppendOperand(operand);
+      Advance();
     }
-    instruction->AppendOperand(operand);
-    Advance();
     if (!At(TokenKind::kComma)) return absl::OkStatus();
     Advance();
   }
+}
+
+bool HloParser::NestedInstructionFollows() {
+  // An operand name is followed by ',' or ')'; an opcode by its operand list.
+  return At(TokenKind::kIdentifier) && PeekToken().kind == TokenKind::kLparen;
+}
+
+absl::StatusOr<Instruction*> HloParser::ParseNestedInstruction(Scope& scope,
+                                                               std::optional<Shape> shape,
+                                                               SourceLocation shape_location) {
+  const SourceLocation location = LocationOf(tok_);
+  if (nested_instruction_depth_ >= kMaxNestedInstructionDepth) {
+    return ErrorAt(location, absl::StrCat("expected instructions nested at most ",
+                                          kMaxNestedInstructionDepth,
+                                          " deep in operand lists; got deeper"));
+  }
+  // Named as XLA names them, `<opcode>.anon`, made unique in the computation.
+  const std::optional<OpcodeChoice> choice = ResolveOpcode(tok_.text);
+  const std::string base =
+      absl::StrCat(choice.has_value() ? OpcodeSpelling(choice->opcode) : tok_.text, ".anon");
+  int& suffix = scope.anonymous_suffix[base];
+  std::string name = suffix == 0 ? base : absl::StrCat(base, ".", suffix);
+  while (scope.computation->FindInstruction(name) != nullptr) {
+    name = absl::StrCat(base, ".", ++suffix);
+  }
+  ++suffix;
+  ++nested_instruction_depth_;
+  absl::StatusOr<Instruction*> nested = ParseInstructionRhs(
+      scope, std::move(name), location, std::move(shape), shape_location, /*nested=*/true);
+  --nested_instruction_depth_;
+  return nested;
 }
 
 absl::StatusOr<Instruction*> HloParser::WrapAsyncSugar(Instruction* start, Opcode wrapped,
@@ -529,7 +599,7 @@ absl::Status HloParser::FinishModule(Module* module) {
     }
     instruction->set_branch_computations({branches.on_true, branches.on_false}, true);
   }
-  return absl::OkStatus();
+  return InferMissingShapes();
 }
 
 // --- shapes ---

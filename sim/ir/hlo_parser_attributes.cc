@@ -257,6 +257,12 @@ absl::Status HloParser::ParseAttribute(AttributeTarget& target) {
        ((it->second == Key::kLhsRaggedDims || it->second == Key::kRhsGroupDims) &&
         opcode != Opcode::kRaggedDot));
   const bool linalg_key_elsewhere = it != table.end() && !LinalgKeyModelled(it->second, opcode);
+  if (it == table.end() && key == "literal" && opcode == Opcode::kCustomCall) {
+    // custom-call's `literal=s32[2]{0} {1, 2}` has a space inside: read as shape and literal.
+    PERFSIM_ASSIGN_OR_RETURN(std::string value, ParseLiteralAttributeValue());
+    target.instruction->mutable_attributes()->other.emplace_back(std::move(key), std::move(value));
+    return absl::OkStatus();
+  }
   if (it == table.end() || opcode_specific_elsewhere || linalg_key_elsewhere) {
     // An attribute perfsim does not model: kept verbatim for the printer.
     PERFSIM_ASSIGN_OR_RETURN(std::string value, ParseRawValue());

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,22 @@
 
 namespace perfsim {
 
+// Whether XLA's parser infers the result shape of `opcode` when the text leaves it out
+// (`n = negate(x)`); false for ops whose text always carries a shape (hlo_parser_infer.cc).
+bool ParserInfersShape(Opcode opcode);
+
 class HloParser {
  public:
   // Bound on nesting of tuples, literals, inline computations and brackets.
   static constexpr int kMaxDepth = 256;
   // Constants with more elements must be elided (`{...}`): 2^28 elements.
   static constexpr int64_t kMaxLiteralElements = int64_t{1} << 28;
+  // Bound on an array constant written as one scalar, `f32[4096,4096] constant(0)`: 2^24.
+  static constexpr int64_t kMaxScalarFilledElements = int64_t{1} << 24;
   // Bound on the devices an iota replica-group list may expand to.
   static constexpr int64_t kMaxReplicaGroupDevices = int64_t{1} << 24;
+  // Bound on instructions nested in operand lists, `add(negate(abs(x)), y)` being 2 deep.
+  static constexpr int kMaxNestedInstructionDepth = 64;
 
   HloParser(absl::string_view text, absl::string_view filename);
 
@@ -74,6 +83,14 @@ class HloParser {
   struct Scope {
     Computation* computation;
     std::vector<PendingName> pending;
+    // Next suffix for the names of nested instructions, by base name (`constant.anon`).
+    absl::flat_hash_map<std::string, int> anonymous_suffix = {};
+  };
+  // An instruction written without a result shape (`n = negate(x)`): inferred once the whole
+  // module is read (FinishModule), since operands and callees may come later in the text.
+  struct Unshaped {
+    Instruction* instruction;
+    SourceLocation opcode_location;
   };
   // What attributes of one instruction go to.
   struct AttributeTarget {
@@ -125,12 +142,25 @@ class HloParser {
   absl::StatusOr<Computation*> ParseInstructionList(std::unique_ptr<Computation> computation,
                                                     bool anonymous, std::string base_name);
   absl::Status ParseInstruction(Scope& scope, Instruction** root);
+  // The part after `name =`: `shape? opcode(operands)` and, unless `nested`, `, attributes`.
+  // `shape` was parsed by the caller when present. Adds the instruction to the scope.
+  absl::StatusOr<Instruction*> ParseInstructionRhs(Scope& scope, std::string name,
+                                                   SourceLocation name_location,
+                                                   std::optional<Shape> shape,
+                                                   SourceLocation shape_location, bool nested);
   absl::Status ParseOperands(Scope& scope, Instruction* instruction);
+  // `shape? opcode(...)` in an operand list (XLA's nested instruction): tok_ is the opcode.
+  bool NestedInstructionFollows();
+  absl::StatusOr<Instruction*> ParseNestedInstruction(Scope& scope, std::optional<Shape> shape,
+                                                      SourceLocation shape_location);
   // Wraps the op of a `foo-start(...)` sugar in a new computation; returns the wrapped op.
   absl::StatusOr<Instruction*> WrapAsyncSugar(Instruction* start, Opcode wrapped,
                                               SourceLocation shape_location);
   absl::Status FinishScope(Scope& scope);
   absl::Status FinishModule(Module* module);
+  // --- shapes left out (hlo_parser_infer.cc) ---
+  // Gives every Unshaped instruction its inferred shape, operands and callee roots first.
+  absl::Status InferMissingShapes();
   void RecordComputation(std::unique_ptr<Computation> computation, bool anonymous,
                          std::string base_name);
 
@@ -159,6 +189,9 @@ class HloParser {
   absl::Status ParseArrayLiteralLevel(const Shape& shape, int64_t dimension,
                                       std::vector<uint8_t>* data);
   absl::Status ParseLiteralScalar(PrimitiveType type, std::vector<uint8_t>* data);
+  // custom-call's `literal=s32[2]{0} {1, 2}` (tok_ is the '='): shape and literal, returned as
+  // the printer writes them back.
+  absl::StatusOr<std::string> ParseLiteralAttributeValue();
 
   HloLexer lexer_;
   std::string filename_;
@@ -168,6 +201,8 @@ class HloParser {
   std::vector<ParsedComputation> computations_;  // in completion order: callees inline first
   absl::flat_hash_map<std::string, Computation*> named_computations_;
   std::vector<PendingCalls> pending_calls_;
+  std::vector<Unshaped> unshaped_;
+  int nested_instruction_depth_ = 0;
   Computation* entry_ = nullptr;
   Computation* last_top_level_ = nullptr;
 };

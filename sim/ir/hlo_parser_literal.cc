@@ -1,6 +1,6 @@
-// Literals of `constant(...)`: scalars, nested-brace arrays, tuples, complex pairs and the
-// elided `{...}`. Element text is converted by ParseLiteralElement (literal.h), the inverse of
-// what the printer writes.
+// Literals of `constant(...)`: scalars, nested-brace arrays, one scalar for an array, tuples,
+// complex pairs and the elided `{...}`; and custom-call's `literal=`. Element text is converted
+// by ParseLiteralElement (literal.h), the inverse of what the printer writes.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -57,6 +57,19 @@ absl::StatusOr<Literal> HloParser::ParseLiteral(const Shape& shape) {
       static_cast<size_t>(std::min<int64_t>(count, 4096) * ByteWidth(shape.element_type())));
   if (shape.rank() == 0) {
     PERFSIM_RETURN_IF_ERROR(ParseLiteralScalar(shape.element_type(), &data));
+  } else if (!At(TokenKind::kLbrace) && !IsComplex(shape.element_type())) {
+    // One scalar for an array, `f32[2,3] constant(1)`: XLA's parser sets element 0 and leaves
+    // the rest zero ({ {1, 0, 0}, {0, 0, 0} }); it does not broadcast. Here the storage is not
+    // bounded by the text read, so it gets a bound of its own.
+    const SourceLocation location = LocationOf(tok_);
+    if (count == 0 || count > kMaxScalarFilledElements) {
+      return ErrorAt(location, absl::StrCat("expected '{' to start a ", shape.ToString(false),
+                                            " literal (one scalar fills 1 to ",
+                                            kMaxScalarFilledElements, " elements); got ",
+                                            DescribeToken(tok_)));
+    }
+    PERFSIM_RETURN_IF_ERROR(ParseLiteralScalar(shape.element_type(), &data));
+    data.resize(static_cast<size_t>(count * ByteWidth(shape.element_type())), 0);
   } else {
     PERFSIM_RETURN_IF_ERROR(ParseArrayLiteralLevel(shape, 0, &data));
   }
@@ -129,6 +142,15 @@ absl::Status HloParser::ParseLiteralScalar(PrimitiveType type, std::vector<uint8
     return Expect(TokenKind::kRparen, "')' to close a complex value");
   }
   return parse_one(type, width);
+}
+
+absl::StatusOr<std::string> HloParser::ParseLiteralAttributeValue() {
+  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "'=' after 'literal'"));
+  const SourceLocation location = LocationOf(tok_);
+  PERFSIM_ASSIGN_OR_RETURN(Shape shape, ParseShape());
+  PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(shape, location));
+  PERFSIM_ASSIGN_OR_RETURN(Literal literal, ParseLiteral(shape));
+  return absl::StrCat(shape.ToString(), " ", literal.ToString());
 }
 
 }  // namespace perfsim

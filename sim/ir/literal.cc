@@ -383,6 +383,13 @@ std::optional<uint64_t> ParseLiteralElement(PrimitiveType type, absl::string_vie
     return static_cast<uint64_t>(value) & LowMask(width);
   }
   if (IsUnsignedInteger(type)) {
+    // XLA reads integers as int64 and lets a u64 take a negative one modulo 2^64, so
+    // `u64[] constant(-1)` is 2^64-1; narrower unsigned types reject negatives.
+    if (type == PrimitiveType::kU64 && !text.empty() && text[0] == '-') {
+      int64_t negative = 0;
+      if (!absl::SimpleAtoi(text, &negative)) return std::nullopt;
+      return static_cast<uint64_t>(negative);
+    }
     uint64_t value = 0;
     if (text.empty() || text[0] == '-' || !absl::SimpleAtoi(text, &value)) return std::nullopt;
     if (value > LowMask(BitWidth(type))) return std::nullopt;

@@ -1,0 +1,306 @@
+// Forms of HLO text that XLA's parser accepts beyond `name = shape opcode(operands)`: result
+// shapes left out and inferred, instructions nested in operand lists, one scalar for an array
+// constant, the legacy `HloModule name:` header, custom-call `literal=`. Each test checks what
+// the parser builds, the shape it infers derived by hand in a comment.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/ir/hlo_printer.h"
+#include "sim/ir/verifier.h"
+#include "sim/util/status_matchers.h"
+
+namespace perfsim {
+namespace {
+
+using ::perfsim::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+std::unique_ptr<Module> Parse(absl::string_view text) {
+  auto module = ParseHloModule(text);
+  EXPECT_TRUE(module.ok()) << module.status();
+  return module.ok() ? std::move(module).value() : nullptr;
+}
+
+const Instruction& Find(const Module& module, absl::string_view name) {
+  for (const auto& computation : module.computations()) {
+    if (Instruction* i = computation->FindInstruction(name)) return *i;
+  }
+  ADD_FAILURE() << "no instruction " << name;
+  static const Instruction* const kMissing =
+      new Instruction(Opcode::kTuple, "missing", Shape::Tuple({}));
+  return *kMissing;
+}
+
+std::string ShapeOf(const Module& module, absl::string_view name) {
+  return Find(module, name).shape().ToString(false);
+}
+
+TEST(HloParserInference, InfersShapesLeftOutFromOperandsAndAttributes) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[4,3] parameter(0)
+  q = (f32[4,3], s32[]) parameter(1)
+  g = get-tuple-element(q), index=1
+  n = negate(p)
+  t = transpose(p), dimensions={1,0}
+  c = compare(p, n), direction=LT
+  ROOT r = tuple(g, t, c)
+})");
+  ASSERT_NE(module, nullptr);
+  // get-tuple-element index 1 of (f32[4,3], s32[]) is s32[].
+  EXPECT_EQ(ShapeOf(*module, "g"), "s32[]");
+  // negate keeps its operand's shape.
+  EXPECT_EQ(ShapeOf(*module, "n"), "f32[4,3]");
+  // transpose {1,0} of [4,3] is [3,4].
+  EXPECT_EQ(ShapeOf(*module, "t"), "f32[3,4]");
+  // compare gives pred of the operands' dimensions.
+  EXPECT_EQ(ShapeOf(*module, "c"), "pred[4,3]");
+  EXPECT_EQ(ShapeOf(*module, "r"), "(s32[], f32[3,4], pred[4,3])");
+  PERFSIM_EXPECT_OK(VerifyModule(*module));
+}
+
+TEST(HloParserInference, InfersInDependencyOrderWhateverTheTextOrder) {
+  // `a` uses `b` before it is written, and `call` needs its callee's root, itself inferred.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT a = add(b, b)
+  b = call(p), to_apply=f
+}
+f {
+  x = f32[2] parameter(0)
+  ROOT y = abs(x)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(ShapeOf(*module, "y"), "f32[2]");
+  EXPECT_EQ(ShapeOf(*module, "b"), "f32[2]");
+  EXPECT_EQ(ShapeOf(*module, "a"), "f32[2]");
+}
+
+TEST(HloParserInference, InfersReduceWhileAndAfterAll) {
+  auto module = Parse(R"(HloModule m
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT sum = add(a, b) }
+cond { s = (s32[], f32[8]) parameter(0) i = get-tuple-element(s), index=0
+       ROOT lt = compare(i, s32[] constant(4)), direction=LT }
+body { s = (s32[], f32[8]) parameter(0) ROOT next = copy(s) }
+ENTRY e {
+  p = f32[8,16] parameter(0)
+  r = reduce(p, f32[] constant(0)), dimensions={1}, to_apply=add
+  w = while((s32[], f32[8]) tuple(s32[] constant(0), r)), condition=cond, body=body
+  tok = after-all()
+  ROOT t = tuple(w, tok)
+})");
+  ASSERT_NE(module, nullptr);
+  // reduce of [8,16] over dimension 1 is [8].
+  EXPECT_EQ(ShapeOf(*module, "r"), "f32[8]");
+  EXPECT_EQ(ShapeOf(*module, "sum"), "f32[]");  // the root of `add`
+  EXPECT_EQ(ShapeOf(*module, "lt"), "pred[]");
+  // while is its init's shape.
+  EXPECT_EQ(ShapeOf(*module, "w"), "(s32[], f32[8])");
+  EXPECT_EQ(ShapeOf(*module, "tok"), "token[]");
+  PERFSIM_EXPECT_OK(VerifyModule(*module));
+}
+
+TEST(HloParserInference, BroadcastOfAScalarWithoutAShapeIsThatScalar) {
+  // XLA prepends `dimensions` (as sizes) to the operand's: none to f32[] gives f32[].
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[] parameter(0)
+  ROOT b = broadcast(p), dimensions={}
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(ShapeOf(*module, "b"), "f32[]");
+}
+
+TEST(HloParserInference, PrintsInferredShapesSoThatTheTextReparsesTheSame) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[4,3] parameter(0)
+  ROOT n = negate(add(p, f32[4,3] constant(2)))
+})");
+  ASSERT_NE(module, nullptr);
+  const std::string printed = PrintModule(*module);
+  EXPECT_THAT(printed, HasSubstr("f32[4,3] negate("));
+  auto reparsed = Parse(printed);
+  ASSERT_NE(reparsed, nullptr);
+  EXPECT_EQ(PrintModule(*reparsed), printed);
+}
+
+TEST(HloParserInference, RefusesOpsWhoseShapeIsNeverInferredAtTheOpcode) {
+  // reshape's result is an input: XLA's parser requires it too.
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  p = f32[4] parameter(0)\n  ROOT r = reshape(p)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "3:12: expected a result shape before 'reshape', whose shape is never "
+                       "inferred; got none"));
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  ROOT p = parameter(0)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:12: expected a result "
+                                                                     "shape before 'parameter'")));
+}
+
+TEST(HloParserInference, InferenceErrorsPointAtTheOpcode) {
+  // add of f32[2] and f32[3]: no shape to infer.
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[3] parameter(1)\n"
+                             "  ROOT a = add(p, q)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("4:12: a: expected operands of equal shape; got f32[2] and "
+                                 "f32[3]")));
+}
+
+TEST(HloParserInference, RefusesShapesThatDependOnThemselves) {
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  a = negate(b)\n  ROOT b = negate(a)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected a result shape that does not depend on itself; got a "
+                                 "cycle through")));
+}
+
+TEST(HloParserNested, AddsNestedInstructionsBeforeTheirUserWithAnonNames) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  ROOT a = f32[4] add(f32[4] negate(p), f32[4] negate(f32[4] abs(p)))
+})");
+  ASSERT_NE(module, nullptr);
+  const Computation& entry = *module->entry();
+  // p, the first negate, abs, the second negate, then add: operands before users.
+  ASSERT_EQ(entry.instruction_count(), 5);
+  EXPECT_EQ(entry.instructions()[1]->name(), "negate.anon");
+  EXPECT_EQ(entry.instructions()[2]->name(), "abs.anon");
+  EXPECT_EQ(entry.instructions()[3]->name(), "negate.anon.1");
+  const Instruction& add = *entry.root();
+  ASSERT_EQ(add.operand_count(), 2);
+  EXPECT_EQ(add.operand(0)->name(), "negate.anon");
+  EXPECT_EQ(add.operand(1)->name(), "negate.anon.1");
+  EXPECT_EQ(add.operand(1)->operand(0)->name(), "abs.anon");
+  EXPECT_EQ(add.operand(1)->operand(0)->operand(0)->name(), "p");
+  PERFSIM_EXPECT_OK(VerifyModule(*module));
+}
+
+TEST(HloParserNested, NestedConstantsKeepTheirShapeAndLiteral) {
+  auto module = Parse(R"(HloModule m
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e {
+  p = f32[8] parameter(0)
+  ROOT r = f32[] reduce(p, f32[] constant(1.5)), dimensions={0}, to_apply=add
+})");
+  ASSERT_NE(module, nullptr);
+  const Instruction& init = *module->entry()->root()->operand(1);
+  EXPECT_EQ(init.name(), "constant.anon");
+  EXPECT_EQ(init.opcode(), Opcode::kConstant);
+  EXPECT_EQ(init.attributes().literal->GetAsDouble(0), 1.5);
+  // The attributes after the nested operand belong to the reduce.
+  EXPECT_EQ(module->entry()->root()->attributes().dimensions, std::vector<int64_t>{0});
+}
+
+TEST(HloParserNested, AnonNamesSkipNamesAlreadyTaken) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  negate.anon = f32[] parameter(0)
+  ROOT a = f32[] add(f32[] negate(negate.anon), negate.anon)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(module->entry()->root()->operand(0)->name(), "negate.anon.1");
+}
+
+TEST(HloParserNested, BoundsNestingDepthWithALocatedError) {
+  // 64 nested negates parse; 65 do not. `  ROOT r = f32[] copy(` is 22 columns and each
+  // `negate(` 7, so the 65th negate starts at column 23 + 7 * 64.
+  auto nest = [](int depth) {
+    std::string text = "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] copy(";
+    for (int i = 0; i < depth; ++i) text += "negate(";
+    text += "p";
+    for (int i = 0; i < depth; ++i) text += ")";
+    return text + ")\n}";
+  };
+  PERFSIM_EXPECT_OK(ParseHloModule(nest(64)).status());
+  EXPECT_THAT(ParseHloModule(nest(65)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("3:", 23 + 7 * 64,
+                                    ": expected instructions nested at most 64 deep in operand "
+                                    "lists; got deeper")));
+  // Far deeper input fails the same way, without exhausting the stack.
+  EXPECT_THAT(ParseHloModule(nest(100000)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nested at most 64 deep")));
+}
+
+TEST(HloParserConstants, OneScalarForAnArraySetsElementZeroAndZeroFillsTheRest) {
+  // What XLA's parser does (checked with jaxlib 0.10.2): { {1.5, 0, 0}, {0, 0, 0} }.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  a = f32[2,3] constant(1.5)
+  b = s32[2,2]{0,1} constant(7)
+  ROOT t = (f32[2,3], s32[2,2]{0,1}) tuple(a, b)
+})");
+  ASSERT_NE(module, nullptr);
+  const Literal& a = *Find(*module, "a").attributes().literal;
+  ASSERT_EQ(a.element_count(), 6);
+  EXPECT_EQ(a.GetAsDouble(0), 1.5);
+  for (int64_t i = 1; i < 6; ++i) EXPECT_EQ(a.GetAsDouble(i), 0) << i;
+  EXPECT_EQ(a.ToString(), "{ {1.5, 0, 0}, {0, 0, 0} }");
+  // Element 0 is logical [0,0] whatever the layout.
+  const Literal& b = *Find(*module, "b").attributes().literal;
+  EXPECT_EQ(b.GetAsInt64(0), 7);
+  EXPECT_EQ(b.GetAsInt64(1) + b.GetAsInt64(2) + b.GetAsInt64(3), 0);
+}
+
+TEST(HloParserConstants, OneScalarNeedsAnElementToSetAndABoundedSize) {
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  ROOT c = f32[0] constant(1)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("2:28: expected '{' to start a f32[0] literal (one scalar fills "
+                                 "1 to 16777216 elements); got '1'")));
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  ROOT c = f32[4096,4097] constant(0)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("16777216 elements")));
+  // Complex values stay in braces, as XLA requires.
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  ROOT c = c64[2] constant((1, 2))\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected '{'")));
+}
+
+TEST(HloParserConstants, U64TakesNegativeIntegersModulo2To64) {
+  auto module = Parse("ENTRY e {\n  a = u64[] constant(-1)\n  ROOT b = u64[2] constant({-2, 3})\n}");
+  ASSERT_NE(module, nullptr);
+  // 2^64 - 1 and 2^64 - 2.
+  EXPECT_EQ(Find(*module, "a").attributes().literal->ToString(), "18446744073709551615");
+  EXPECT_EQ(Find(*module, "b").attributes().literal->ToString(), "{18446744073709551614, 3}");
+  // Narrower unsigned types still refuse negatives, as XLA does.
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  ROOT c = u32[] constant(-1)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected a u32 value")));
+}
+
+TEST(HloParserHeader, ReadsTheLegacyColonAfterTheModuleName) {
+  auto module = Parse("HloModule legacy:\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(module->name(), "legacy");
+  // Attributes may follow it.
+  module = Parse("HloModule legacy:, replica_count=2\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(module->replica_count(), 2);
+  // XLA lexes `name:` as one token: a colon after a space is not part of the header.
+  EXPECT_THAT(ParseHloModule("HloModule legacy :\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "1:18: expected a computation; got ':'"));
+}
+
+TEST(HloParserAttributes, ReadsCustomCallLiteralAsShapeAndValue) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  ROOT c = f32[] custom-call(), custom_call_target="foo", literal=s32[2]{0} {1,
+    2}
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_THAT(Find(*module, "c").attributes().other,
+              ::testing::ElementsAre(Pair("literal", "s32[2]{0} {1, 2}")));
+  const std::string printed = PrintModule(*module);
+  EXPECT_THAT(printed, HasSubstr("literal=s32[2]{0} {1, 2}"));
+  auto reparsed = Parse(printed);
+  ASSERT_NE(reparsed, nullptr);
+  EXPECT_EQ(PrintModule(*reparsed), printed);
+}
+
+}  // namespace
+}  // namespace perfsim
