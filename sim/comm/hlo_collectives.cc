@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "sim/comm/group.h"
+#include "sim/ir/collective_groups.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -48,7 +49,7 @@ bool UsesPartitionIdsWithChannel(Opcode opcode) {
          opcode == Opcode::kCollectivePermute || opcode == Opcode::kCollectivePermuteStart;
 }
 
-// One id space: id i of copy c is device base[c] + i * stride.
+// collective-permute's id space: id i of copy c is device base[c] + i * stride.
 struct IdSpace {
   int64_t size = 0;
   int64_t stride = 1;
@@ -87,34 +88,32 @@ absl::Status CheckId(const Instruction& instruction, const IdSpace& space, int64
   return absl::OkStatus();
 }
 
-// Every group of the instruction as topology device ids.
+// Every group of the instruction as topology device ids, in XLA's group mode
+// (sim/ir/collective_groups.h): an all-gather with a channel_id and no use_global_device_ids
+// spans its listed replicas in every partition.
 absl::StatusOr<std::vector<std::vector<int64_t>>> DeviceGroups(const Instruction& instruction,
                                                                const DeviceGrid& grid) {
-  const IdSpace space = IdSpaceOf(instruction, grid);
-  std::vector<std::vector<int64_t>> all;
-  const std::vector<std::vector<int64_t>>* written = &all;
   const auto& replica_groups = instruction.attributes().replica_groups;
-  if (replica_groups.has_value() && !replica_groups->groups.empty()) {
-    written = &replica_groups->groups;
+  const absl::Span<const std::vector<int64_t>> listed =
+      replica_groups.has_value() ? absl::MakeConstSpan(replica_groups->groups)
+                                 : absl::Span<const std::vector<int64_t>>();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> groups;
+  if (grid.flat) {
+    groups = ParticipatingDeviceGroups(listed, CollectiveOpGroupMode::kCrossReplica, grid.devices,
+                                       1);
   } else {
-    all.emplace_back(space.size);
-    for (int64_t i = 0; i < space.size; ++i) all.back()[i] = i;
+    PERFSIM_ASSIGN_OR_RETURN(CollectiveOpGroupMode mode, GroupModeOf(instruction));
+    groups = ParticipatingDeviceGroups(listed, mode, grid.replicas, grid.partitions);
   }
-  std::vector<std::vector<int64_t>> groups;
-  groups.reserve(space.bases.size() * written->size());
-  for (int64_t base : space.bases) {
-    for (const std::vector<int64_t>& ids : *written) {
-      if (ids.empty()) continue;
-      std::vector<int64_t>& devices = groups.emplace_back(ids.size());
-      for (size_t k = 0; k < ids.size(); ++k) {
-        if (ids[k] < 0 || ids[k] >= space.size) {
-          return CheckId(instruction, space, ids[k]);
-        }
-        devices[k] = base + ids[k] * space.stride;
-      }
-    }
+  if (!groups.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(instruction.name(), ": ", groups.status().message()));
   }
-  return groups;
+  std::vector<std::vector<int64_t>> out;
+  for (std::vector<int64_t>& group : *groups) {
+    if (!group.empty()) out.push_back(std::move(group));
+  }
+  return out;
 }
 
 double OperandBytes(const Instruction& instruction, int64_t first, int64_t count) {

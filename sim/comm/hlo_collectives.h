@@ -21,9 +21,11 @@
 //   ragged-all-to-all            see RaggedTraffic below
 //
 // Device ids. Replica groups and source_target_pairs are read in XLA's id space, as the
-// interpreter does (sim/interp/collectives.h): without channel_id they are replica ids, with
-// channel_id partition ids, with channel_id and use_global_device_ids global ids (all-to-all,
-// ragged-all-to-all and collective-permute always take partition ids with a channel_id). The
+// interpreter does (XLA's CollectiveOpGroupMode, sim/ir/collective_groups.h): without
+// channel_id they are replica ids; with channel_id, partition ids for all-to-all,
+// ragged-all-to-all, collective-permute and collective-broadcast, replica ids times every
+// partition for all-reduce, all-gather and reduce-scatter (cross-replica-and-partition), and
+// global ids with use_global_device_ids. The
 // module's replica_count and num_partitions (header; 1 when absent) give the global id
 // replica * num_partitions + partition, which is the topology's device id (row-major,
 // topology.h); a module of fewer devices than the topology runs on its first ones, one of

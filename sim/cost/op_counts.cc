@@ -13,6 +13,7 @@
 #include "sim/cost/shape_bytes.h"
 #include "sim/cost/window_counts.h"
 #include "sim/util/json_fields.h"
+#include "sim/ir/collective_groups.h"
 
 namespace perfsim {
 namespace cost_internal {
@@ -759,6 +760,20 @@ int64_t CollectiveGroupSize(const Instruction& instruction, int64_t num_devices)
   const Opcode op = instruction.opcode();
   if (op == Opcode::kCollectivePermute || op == Opcode::kCollectivePermuteStart) return 2;
   const std::optional<ReplicaGroups>& groups = instruction.attributes().replica_groups;
+  const Module* module = instruction.parent() != nullptr ? instruction.parent()->parent() : nullptr;
+  if (module != nullptr && module->replica_count() * module->num_partitions() > 1) {
+    // The header gives the device grid: XLA's group size for the collective's mode
+    // (collective_groups.h), e.g. listed replicas x num_partitions for an all-gather with a
+    // channel_id and no use_global_device_ids.
+    const absl::StatusOr<CollectiveOpGroupMode> mode = GroupModeOf(instruction);
+    if (mode.ok()) {
+      const int64_t size =
+          SubgroupSize(groups.has_value() ? absl::MakeConstSpan(groups->groups)
+                                          : absl::Span<const std::vector<int64_t>>(),
+                       *mode, module->replica_count(), module->num_partitions());
+      if (size >= 1) return size;
+    }
+  }
   if (groups.has_value() && !groups->groups.empty() && !groups->groups[0].empty()) {
     return static_cast<int64_t>(groups->groups[0].size());
   }

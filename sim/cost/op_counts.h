@@ -83,8 +83,11 @@ absl::Status CheckDeclaredCost(const Instruction& instruction);
 // backend_config known_trip_count of a while loop, e.g. {"known_trip_count":{"n":"5"}} -> 5.
 std::optional<int64_t> KnownTripCount(const Instruction& while_instruction);
 
-// Participants of a collective: the size of its first replica group, `num_devices` when the
-// groups are empty or absent, 2 for collective-permute.
+// Participants of a collective: 2 for collective-permute; when the module header gives
+// replica_count or num_partitions, XLA's group size for the collective's mode (collective_groups.h
+// SubgroupSize: all-gather with channel_id and no use_global_device_ids = listed size x
+// num_partitions); otherwise the size of its first replica group, `num_devices` when the groups
+// are empty or absent.
 int64_t CollectiveGroupSize(const Instruction& instruction, int64_t num_devices);
 
 }  // namespace perfsim

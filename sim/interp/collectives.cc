@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "sim/interp/array_util.h"
 #include "sim/interp/evaluator.h"
+#include "sim/ir/collective_groups.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
@@ -28,13 +29,9 @@ struct Scope {
   int64_t ToDevice(int64_t id) const { return base + id * stride; }
 };
 
-bool UsesPartitionIdsWithChannel(Opcode opcode) {
-  return opcode == Opcode::kAllToAll || opcode == Opcode::kRaggedAllToAll ||
-         opcode == Opcode::kCollectivePermute || opcode == Opcode::kCollectivePermuteStart;
-}
-
-Scope CollectiveScope(const Instruction& instruction, const DeviceGrid& grid, int64_t device) {
-  const InstructionAttributes& attrs = instruction.attributes();
+// The id space of collective-permute's source_target_pairs: partition ids with a channel_id
+// (cross-partition), replica ids without (cross-replica); device numbers on a flat grid.
+Scope PermuteScope(const Instruction& instruction, const DeviceGrid& grid, int64_t device) {
   Scope scope;
   if (grid.flat) {
     scope.my_id = device;
@@ -43,14 +40,7 @@ Scope CollectiveScope(const Instruction& instruction, const DeviceGrid& grid, in
   }
   const int64_t replica = grid.ReplicaId(device);
   const int64_t partition = grid.PartitionId(device);
-  const bool has_channel = attrs.channel_id.has_value();
-  const bool cross_partition = has_channel && (UsesPartitionIdsWithChannel(instruction.opcode()) ||
-                                               !attrs.use_global_device_ids);
-  if (has_channel && attrs.use_global_device_ids &&
-      !UsesPartitionIdsWithChannel(instruction.opcode())) {
-    scope.my_id = device;  // flattened ids
-    scope.size = grid.num_devices();
-  } else if (cross_partition) {
+  if (instruction.attributes().channel_id.has_value()) {
     scope.my_id = partition;
     scope.size = grid.num_partitions;
     scope.base = replica * grid.num_partitions;
@@ -248,7 +238,14 @@ absl::StatusOr<Value> AllToAll(DeviceEvaluator& ev, const Instruction& instructi
 
 absl::StatusOr<Value> CollectivePermute(DeviceEvaluator& ev, const Instruction& instruction,
                                         OperandValues operands, bool is_start) {
-  const Scope scope = CollectiveScope(instruction, *ev.run().grid, ev.device());
+  for (const auto& [key, value] : instruction.attributes().other) {
+    if (key == "slice_sizes") {
+      return absl::UnimplementedError(
+          "expected a collective-permute without slice_sizes (the in-place form that copies "
+          "slices between buffers is not interpreted); got slice_sizes=" + value);
+    }
+  }
+  const Scope scope = PermuteScope(instruction, *ev.run().grid, ev.device());
   std::vector<int64_t> group;
   for (int64_t id = 0; id < scope.size; ++id) group.push_back(scope.ToDevice(id));
   const auto& pairs = instruction.attributes().source_target_pairs;
@@ -288,6 +285,30 @@ absl::StatusOr<Value> CollectivePermute(DeviceEvaluator& ev, const Instruction& 
     elements.push_back(Value::Array(std::move(context)));
   }
   return Value::Tuple(std::move(elements));
+}
+
+// A group whose size does not give the declared result: the module says one group size, the
+// run another (typically replica_groups={} with no device count in the header, run on fewer
+// devices than the module was written for). A usage error, not an interpreter fault.
+absl::Status CheckGroupGivesDeclaredShape(const Instruction& instruction, const Value& result,
+                                          size_t group_size, int64_t num_devices) {
+  const Shape& declared = instruction.shape();
+  const bool tuple = result.is_tuple() && declared.IsTuple();
+  const int64_t count = tuple ? declared.tuple_size() : 1;
+  for (int64_t k = 0; k < count; ++k) {
+    const Value& got = tuple ? result.element(k) : result;
+    const Shape& want = tuple ? declared.tuple_shapes(k) : declared;
+    if (!got.is_array() || !want.IsArray() ||
+        got.array_shape().dimensions() == want.dimensions()) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a replica group that gives the declared ", want.ToString(false), "; got ",
+        got.array_shape().ToString(false), " from a group of ", group_size, " of the ",
+        num_devices, " devices (run with the device count the module was written for: "
+        "--devices, or replica_count/num_partitions in its header)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Value> CollectiveBroadcast(DeviceEvaluator& ev, const Instruction& instruction,
@@ -405,32 +426,26 @@ absl::StatusOr<DeviceGrid> MakeDeviceGrid(const Module& module, int64_t num_devi
 
 absl::StatusOr<std::vector<int64_t>> CollectiveGroup(const Instruction& instruction,
                                                      const DeviceGrid& grid, int64_t device) {
-  const Scope scope = CollectiveScope(instruction, grid, device);
   const auto& replica_groups = instruction.attributes().replica_groups;
-  std::vector<int64_t> ids;
-  if (!replica_groups.has_value() || replica_groups->groups.empty()) {
-    for (int64_t id = 0; id < scope.size; ++id) ids.push_back(id);
+  const absl::Span<const std::vector<int64_t>> listed =
+      replica_groups.has_value() ? absl::MakeConstSpan(replica_groups->groups)
+                                 : absl::Span<const std::vector<int64_t>>();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> groups;
+  if (grid.flat) {
+    // No header counts: every id is a device number, whatever the mode.
+    groups = ParticipatingDeviceGroups(listed, CollectiveOpGroupMode::kCrossReplica,
+                                       grid.num_devices(), 1);
   } else {
-    for (const std::vector<int64_t>& g : replica_groups->groups) {
-      if (std::find(g.begin(), g.end(), scope.my_id) != g.end()) {
-        ids = g;
-        break;
-      }
-    }
-    if (ids.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "expected device ", device, " (id ", scope.my_id, ") in a replica group; got none"));
-    }
+    PERFSIM_ASSIGN_OR_RETURN(CollectiveOpGroupMode mode, GroupModeOf(instruction));
+    groups = ParticipatingDeviceGroups(listed, mode, grid.num_replicas, grid.num_partitions);
   }
-  std::vector<int64_t> devices;
-  for (int64_t id : ids) {
-    if (id < 0 || id >= scope.size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("expected replica group ids in [0, ", scope.size, "); got ", id));
-    }
-    devices.push_back(scope.ToDevice(id));
+  if (!groups.ok()) return absl::InvalidArgumentError(groups.status().message());
+  for (std::vector<int64_t>& group : *groups) {
+    if (std::find(group.begin(), group.end(), device) != group.end()) return std::move(group);
   }
-  return devices;
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected device ", device, " (replica ", grid.ReplicaId(device),
+                   ", partition ", grid.PartitionId(device), ") in a replica group; got none"));
 }
 
 CollectiveHub::CollectiveHub(int64_t num_devices, int64_t num_threads)
@@ -526,11 +541,18 @@ absl::StatusOr<Value> EvalCollective(DeviceEvaluator& ev, const Instruction& ins
   if (op == Opcode::kAllReduce || op == Opcode::kAllReduceStart) {
     return AllReduce(ev, instruction, group, operands);
   }
-  if (op == Opcode::kAllGather || op == Opcode::kAllGatherStart) {
-    return AllGather(ev, instruction, group, operands, op == Opcode::kAllGatherStart);
+  if (op == Opcode::kAllGatherStart) return AllGather(ev, instruction, group, operands, true);
+  if (op == Opcode::kAllGather || op == Opcode::kReduceScatter || op == Opcode::kAllToAll) {
+    absl::StatusOr<Value> result =
+        op == Opcode::kAllGather       ? AllGather(ev, instruction, group, operands, false)
+        : op == Opcode::kReduceScatter ? ReduceScatter(ev, instruction, group, operands)
+                                       : AllToAll(ev, instruction, group, operands);
+    if (result.ok()) {
+      PERFSIM_RETURN_IF_ERROR(CheckGroupGivesDeclaredShape(instruction, *result, group.size(),
+                                                           ev.run().grid->num_devices()));
+    }
+    return result;
   }
-  if (op == Opcode::kReduceScatter) return ReduceScatter(ev, instruction, group, operands);
-  if (op == Opcode::kAllToAll) return AllToAll(ev, instruction, group, operands);
   if (op == Opcode::kRaggedAllToAll) return RaggedAllToAll(ev, instruction, group, operands);
   if (op == Opcode::kCollectiveBroadcast) {
     return CollectiveBroadcast(ev, instruction, group, operands);

@@ -5,13 +5,16 @@
 // module header gives neither count ("flat" grid), every id in replica_groups and
 // source_target_pairs, and replica-id/partition-id, is the device number itself.
 //
-// Groups follow XLA's CollectiveOpGroupMode:
+// Groups follow XLA's CollectiveOpGroupMode (sim/ir/collective_groups.h, which computes them):
 //   no channel_id                                  cross-replica: ids are replica ids, one set
 //                                                  of groups per partition
-//   channel_id, use_global_device_ids=false        cross-partition: ids are partition ids
-//                                                  (all-to-all, ragged-all-to-all and
-//                                                  collective-permute with a channel_id too)
+//   channel_id, all-to-all, ragged-all-to-all,     cross-partition: ids are partition ids, one
+//   collective-permute, collective-broadcast       set of groups per replica
+//   channel_id, all-reduce, all-gather,            cross-replica-and-partition: ids are replica
+//   reduce-scatter, use_global_device_ids=false    ids; a group is its replicas in every
+//                                                  partition (listed size x num_partitions)
 //   channel_id, use_global_device_ids=true         flattened: ids are global device ids
+//                                                  (replica * num_partitions + partition)
 // Empty replica_groups mean one group of every id of the mode's kind.
 //
 // Data semantics (collectives.cc), per group in group order:

@@ -108,9 +108,10 @@ struct WindowDimension {
   bool operator==(const WindowDimension&) const = default;
 };
 
-// replica_groups: explicit `{{0,1},{2,3}}`, empty `{}` (one group of all devices), or the iota
-// form `[G,S]<=[d0,d1]T(perm)`. `groups` always holds the expanded groups; `iota` remembers
-// the written form so the printer gives it back.
+// replica_groups: explicit `{{0,1},{2,3}}`, empty `{}` (one group of all devices), the iota
+// form `[G,S]<=[d0,d1]T(perm)`, or the mesh-axes form `mesh['a'=2,'b'=2] {'a'}` XLA prints
+// after SPMD partitioning. `groups` always holds the expanded groups; `iota` / `mesh_axes`
+// remember the written form so the printer gives it back.
 struct ReplicaGroups {
   struct Iota {
     int64_t num_groups = 0;
@@ -119,8 +120,28 @@ struct ReplicaGroups {
     std::vector<int64_t> transpose_permutation;  // empty when no T(...) was written
     bool operator==(const Iota&) const = default;
   };
+  // mesh['a'=2,'b'=4] {'b','a':(1)2}: the mesh's axes (iota device order) and the axes each
+  // group spans, in the order written. `pre_size`/`size` are set for a sub-axis 'a':(pre)size
+  // and 0 for a whole axis. Expanded by ExpandMeshAxesReplicaGroups (collective_groups.h).
+  struct MeshAxes {
+    struct Axis {
+      std::string name;
+      int64_t size = 0;
+      bool operator==(const Axis&) const = default;
+    };
+    struct AxisRef {
+      int64_t axis = 0;  // index into `axes`
+      int64_t pre_size = 0;
+      int64_t size = 0;
+      bool operator==(const AxisRef&) const = default;
+    };
+    std::vector<Axis> axes;
+    std::vector<AxisRef> group_axes;
+    bool operator==(const MeshAxes&) const = default;
+  };
   std::vector<std::vector<int64_t>> groups;
   std::optional<Iota> iota;
+  std::optional<MeshAxes> mesh_axes;
   bool operator==(const ReplicaGroups&) const = default;
 };
 

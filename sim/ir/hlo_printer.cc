@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sim/ir/collective_groups.h"
 #include "sim/ir/hlo_lexer.h"
 
 #include "sim/ir/literal.h"
@@ -134,6 +135,7 @@ std::string SliceText(const std::vector<SliceDimension>& slice) {
 }
 
 std::string ReplicaGroupsText(const ReplicaGroups& groups) {
+  if (groups.mesh_axes.has_value()) return MeshAxesReplicaGroupsText(*groups.mesh_axes);
   if (groups.iota.has_value()) {
     const ReplicaGroups::Iota& iota = *groups.iota;
     std::string out = absl::StrCat("[", iota.num_groups, ",", iota.group_size, "]<=[",

@@ -2,18 +2,21 @@
 // and tuple forms), ragged-all-to-all, collective-permute, collective-broadcast, their
 // -start forms, and replica-id / partition-id.
 //
-// Group size. Explicit replica_groups fix it (every group must have the same size). With
-// `replica_groups={}` the group is every device of the collective's mode: replica_count
-// without a channel_id, num_partitions with one, their product with use_global_device_ids.
-// Many real modules (tests, hand-written repros) leave those header fields out although they
-// ran on several devices, so when the count is 1 the group size is unknown and the declared
-// result is accepted if it is any whole multiple (all-gather) or divisor (reduce-scatter) of
-// the operand along the collective dimension.
+// Group size: XLA's, per collective_groups.h. The mode comes from channel_id and
+// use_global_device_ids (an all-gather with a channel_id and no use_global_device_ids is
+// cross-replica-and-partition: the listed group size times num_partitions). Empty
+// replica_groups mean every id of the mode. Many real modules (tests, hand-written repros)
+// leave the header counts out although they ran on several devices; when the group size comes
+// out as 1, XLA skips its checks and so does this file: the declared result is accepted if it
+// is any whole multiple (all-gather) or divisor (reduce-scatter) of the operand along the
+// collective dimension.
 #include <algorithm>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "sim/ir/collective_groups.h"
 #include "sim/ir/shape_inference.h"
 #include "sim/ir/shape_inference_internal.h"
 #include "sim/util/status.h"
@@ -29,15 +32,33 @@ using infer_internal::TupleIfMany;
 
 namespace {
 
-// Devices per replica group; nullopt when the module does not say.
+// Devices per group as XLA's verifier computes it (collective_groups.h SubgroupSize), after
+// XLA's CheckReplicaGroups: no empty group, no id twice, the ids 0..n-1 all named, n the
+// mode's id count when the header gives it, equal sizes except for all-reduce. nullopt when
+// the size is 1 (the header gives no counts): like XLA, the caller then takes the size the
+// declared result implies.
 absl::StatusOr<std::optional<int64_t>> GroupSize(const Instruction& instruction) {
   const InstructionAttributes& attrs = instruction.attributes();
-  if (attrs.replica_groups.has_value() && !attrs.replica_groups->groups.empty()) {
-    const std::vector<std::vector<int64_t>>& groups = attrs.replica_groups->groups;
+  PERFSIM_ASSIGN_OR_RETURN(CollectiveOpGroupMode mode, GroupModeOf(instruction));
+  const Computation* computation = instruction.parent();
+  const Module* module = computation == nullptr ? nullptr : computation->parent();
+  const int64_t replicas = module == nullptr ? 1 : module->replica_count();
+  const int64_t partitions = module == nullptr ? 1 : module->num_partitions();
+  static const std::vector<std::vector<int64_t>> kNone;
+  const std::vector<std::vector<int64_t>>& groups =
+      attrs.replica_groups.has_value() ? attrs.replica_groups->groups : kNone;
+  if (groups.empty() && mode == CollectiveOpGroupMode::kFlattenedId) {
+    return InferError(instruction,
+                      "explicit replica_groups with use_global_device_ids=true (flattened ids)",
+                      "{}");
+  }
+  if (!groups.empty()) {
     const size_t size = groups[0].size();
+    const bool uniform =
+        instruction.opcode() != Opcode::kAllReduce && instruction.opcode() != Opcode::kAllReduceStart;
     absl::flat_hash_set<int64_t> seen;
     for (const std::vector<int64_t>& group : groups) {
-      if (group.size() != size || size == 0) {
+      if (group.empty() || (uniform && group.size() != size)) {
         return InferError(instruction,
                           absl::StrCat("non-empty replica groups of equal size ", size),
                           absl::StrCat("a group of ", group.size()));
@@ -49,19 +70,45 @@ absl::StatusOr<std::optional<int64_t>> GroupSize(const Instruction& instruction)
         }
       }
     }
-    return std::optional<int64_t>(static_cast<int64_t>(size));
+    const int64_t n = static_cast<int64_t>(seen.size());
+    for (int64_t id = 0; id < n; ++id) {
+      if (!seen.contains(id)) {
+        return InferError(instruction,
+                          absl::StrCat("replica_groups naming every id 0..", n - 1),
+                          absl::StrCat(id, " missing"));
+      }
+    }
+    int64_t expected = replicas;
+    if (mode == CollectiveOpGroupMode::kCrossPartition) expected = partitions;
+    if (mode == CollectiveOpGroupMode::kFlattenedId) {
+      expected = static_cast<int64_t>(
+          std::min<__int128>(static_cast<__int128>(replicas) * partitions, INT64_MAX));
+    }
+    if (expected != 1 && n != expected) {
+      return InferError(instruction,
+                        absl::StrCat("replica_groups of ", expected, " ids in ",
+                                     CollectiveOpGroupModeName(mode), " mode"),
+                        absl::StrCat(n));
+    }
   }
-  const Computation* computation = instruction.parent();
-  const Module* module = computation == nullptr ? nullptr : computation->parent();
-  if (module == nullptr) return std::optional<int64_t>();
-  int64_t count = module->replica_count();
-  if (attrs.channel_id.has_value()) {
-    const __int128 all = static_cast<__int128>(module->replica_count()) * module->num_partitions();
-    count = attrs.use_global_device_ids ? static_cast<int64_t>(std::min<__int128>(all, INT64_MAX))
-                                        : module->num_partitions();
+  // SubgroupSize, in 128 bits: the header counts are the module's to choose.
+  const int64_t listed = groups.empty() ? -1 : static_cast<int64_t>(groups[0].size());
+  __int128 size = listed;
+  switch (mode) {
+    case CollectiveOpGroupMode::kCrossReplica:
+      size = listed < 0 ? replicas : listed;
+      break;
+    case CollectiveOpGroupMode::kCrossReplicaAndPartition:
+      size = static_cast<__int128>(listed < 0 ? replicas : listed) * partitions;
+      break;
+    case CollectiveOpGroupMode::kCrossPartition:
+      size = listed < 0 ? partitions : listed;
+      break;
+    case CollectiveOpGroupMode::kFlattenedId:
+      break;
   }
-  if (count <= 1) return std::optional<int64_t>();
-  return std::optional<int64_t>(count);
+  if (size <= 1) return std::optional<int64_t>();
+  return std::optional<int64_t>(static_cast<int64_t>(std::min<__int128>(size, INT64_MAX)));
 }
 
 absl::StatusOr<std::vector<const Shape*>> ArrayOperands(const Instruction& instruction) {
@@ -155,23 +202,41 @@ absl::Status CheckCollectiveReducer(const Instruction& instruction,
   return absl::OkStatus();
 }
 
+bool HasOtherAttribute(const Instruction& instruction, absl::string_view key);
+
+// XLA's CheckDuplicatedSourceOrTarget: a source or target appears once, or, in the in-place
+// form (input, output, input offsets, output offsets) with slice_sizes, once per slice: as
+// many times as operand 2 has offset tuples (per buffer when the buffers are a tuple).
 absl::Status CheckSourceTargetPairs(const Instruction& instruction) {
   const auto& pairs = instruction.attributes().source_target_pairs;
   if (!pairs.has_value()) return absl::OkStatus();
-  absl::flat_hash_set<int64_t> sources;
-  absl::flat_hash_set<int64_t> targets;
+  int64_t allowed = 1;
+  if (instruction.operand_count() == 4 && HasOtherAttribute(instruction, "slice_sizes")) {
+    const Shape& offsets = instruction.operand(2)->shape();
+    const Shape* per_buffer = &offsets;
+    if (!instruction.operand(0)->shape().IsArray() && offsets.IsTuple() &&
+        offsets.tuple_size() > 0) {
+      per_buffer = &offsets.tuple_shapes(0);
+    }
+    if (per_buffer->IsTuple()) allowed = std::max<int64_t>(1, per_buffer->tuple_size());
+  }
+  absl::flat_hash_map<int64_t, int64_t> sources;
+  absl::flat_hash_map<int64_t, int64_t> targets;
+  const std::string times = allowed == 1 ? "once" : absl::StrCat(allowed, " times");
   for (const auto& [source, target] : *pairs) {
     if (source < 0 || target < 0) {
       return InferError(instruction, "non-negative device ids in source_target_pairs",
                         absl::StrCat("{", source, ",", target, "}"));
     }
-    if (!sources.insert(source).second) {
-      return InferError(instruction, "each source at most once in source_target_pairs",
-                        absl::StrCat(source, " twice"));
+    if (++sources[source] > allowed) {
+      return InferError(instruction,
+                        absl::StrCat("each source at most ", times, " in source_target_pairs"),
+                        absl::StrCat(source, " ", sources[source], " times"));
     }
-    if (!targets.insert(target).second) {
-      return InferError(instruction, "each target at most once in source_target_pairs",
-                        absl::StrCat(target, " twice"));
+    if (++targets[target] > allowed) {
+      return InferError(instruction,
+                        absl::StrCat("each target at most ", times, " in source_target_pairs"),
+                        absl::StrCat(target, " ", targets[target], " times"));
     }
   }
   return absl::OkStatus();
@@ -271,7 +336,8 @@ absl::StatusOr<Shape> InferAllToAllShape(const Instruction& instruction) {
 
 // ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets, recv_sizes):
 // the result is `output` (rows not received keep its values). The four index operands are
-// integer vectors of one common length, a multiple of the group size.
+// integer arrays of one shape: vectors whose length is a multiple of the group size, or
+// rank-2 arrays (which XLA's verifier accepts too).
 absl::StatusOr<Shape> InferRaggedAllToAllShape(const Instruction& instruction) {
   PERFSIM_ASSIGN_OR_RETURN(const Shape* input, ArrayOperand(instruction, 0, "input"));
   PERFSIM_ASSIGN_OR_RETURN(const Shape* output, ArrayOperand(instruction, 1, "output"));
@@ -286,22 +352,24 @@ absl::StatusOr<Shape> InferRaggedAllToAllShape(const Instruction& instruction) {
   }
   static constexpr absl::string_view kRoles[] = {"input_offsets", "send_sizes", "output_offsets",
                                                  "recv_sizes"};
-  int64_t length = -1;
+  // Vectors [group_size * U], or (XLA's verifier allows it) rank-2 arrays; all four alike.
+  const Shape& first = instruction.operand(2)->shape();
   for (int64_t i = 0; i < 4; ++i) {
     const Shape& s = instruction.operand(2 + i)->shape();
-    if (!s.IsArray() || !IsInteger(s.element_type()) || s.rank() != 1) {
-      return InferError(instruction, absl::StrCat("an integer vector as ", kRoles[i]),
+    if (!s.IsArray() || !IsInteger(s.element_type()) || (s.rank() != 1 && s.rank() != 2)) {
+      return InferError(instruction,
+                        absl::StrCat("an integer array of rank 1 or 2 as ", kRoles[i]),
                         ShapeText(s));
     }
-    if (length < 0) length = s.dimensions(0);
-    if (s.dimensions(0) != length) {
+    if (s.element_type() != first.element_type() || s.dimensions() != first.dimensions()) {
       return InferError(instruction,
-                        absl::StrCat(kRoles[i], " of the length of input_offsets (", length, ")"),
+                        absl::StrCat(kRoles[i], " of the shape of input_offsets ", ShapeText(first)),
                         ShapeText(s));
     }
   }
   PERFSIM_ASSIGN_OR_RETURN(std::optional<int64_t> group, GroupSize(instruction));
-  if (group.has_value() && length % *group != 0) {
+  const int64_t length = first.dimensions(0);
+  if (first.rank() == 1 && group.has_value() && length % *group != 0) {
     return InferError(instruction,
                       absl::StrCat("offset and size vectors whose length is a multiple of the "
                                    "group size ",
@@ -321,7 +389,12 @@ absl::StatusOr<Shape> InferCollectivePermuteStartShape(const Instruction& instru
   PERFSIM_ASSIGN_OR_RETURN(Shape result, CollectivePermuteResult(instruction));
   std::vector<Shape> inputs;
   for (const Instruction* operand : instruction.operands()) inputs.push_back(operand->shape());
-  std::vector<Shape> elements = {TupleIfMany(std::move(inputs)), std::move(result)};
+  // The in-place form's start is (input, output, context...), not (operands, result, ...).
+  const bool in_place =
+      instruction.operand_count() == 4 && HasOtherAttribute(instruction, "slice_sizes");
+  std::vector<Shape> elements =
+      in_place ? std::vector<Shape>{inputs[0], std::move(result)}
+               : std::vector<Shape>{TupleIfMany(std::move(inputs)), std::move(result)};
   const Shape& declared = instruction.shape();
   if (declared.IsTuple()) {
     for (int64_t i = 2; i < declared.tuple_size(); ++i) {

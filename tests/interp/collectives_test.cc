@@ -269,28 +269,80 @@ ENTRY e {
 
 TEST(InterpCollectives, CrossReplicaAndCrossPartitionGroupsFollowXlaModes) {
   // 2 replicas x 2 partitions: device d = replica * 2 + partition, contributing d.
-  // No channel_id: ids are replica ids within a partition -> devices {0,2} (sum 2) and {1,3}
-  // (sum 4). channel_id without global ids: partition ids within a replica -> {0,1} (sum 1)
-  // and {2,3} (sum 5).
+  // cr, no channel_id (cross-replica): ids are replica ids within a partition -> devices
+  //   {0,2} (sum 2) and {1,3} (sum 4).
+  // all, channel_id on an all-reduce without use_global_device_ids
+  //   (cross-replica-and-partition): replicas {0,1} in every partition = all four devices,
+  //   sum 0+1+2+3 = 6.
+  // split, the same mode with groups {{0},{1}}: replica 0's partitions {0,1} (sum 1) and
+  //   replica 1's {2,3} (sum 5).
+  // bc, channel_id on collective-broadcast (cross-partition): partition ids within a replica,
+  //   group {1,0} -> the root is partition 1: devices 0,1 get 1 and devices 2,3 get 3.
   constexpr char kHlo[] = R"(
 HloModule m, replica_count=2, num_partitions=2
 add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
 ENTRY e {
   x = f32[] parameter(0)
   cr = f32[] all-reduce(x), replica_groups={{0,1}}, to_apply=add
-  cp = f32[] all-reduce(x), channel_id=3, replica_groups={{0,1}}, to_apply=add
-  ROOT t = (f32[], f32[]) tuple(cr, cp)
+  all = f32[] all-reduce(x), channel_id=3, replica_groups={{0,1}}, to_apply=add
+  split = f32[] all-reduce(x), channel_id=4, replica_groups={{0},{1}}, to_apply=add
+  bc = f32[] collective-broadcast(x), channel_id=5, replica_groups={{1,0}}
+  ROOT t = (f32[], f32[], f32[], f32[]) tuple(cr, all, split, bc)
 })";
   PERFSIM_ASSERT_OK_AND_ASSIGN(
       RunResult result,
       RunHlo(kHlo, PerDevice(4, [](int64_t d) { return F32({}, {static_cast<double>(d)}); }),
              Devices(4)));
   const double cross_replica[] = {2, 4, 2, 4};
-  const double cross_partition[] = {1, 1, 5, 5};
+  const double replica_and_partition[] = {6, 6, 6, 6};
+  const double split[] = {1, 1, 5, 5};
+  const double broadcast[] = {1, 1, 3, 3};
   for (int d = 0; d < 4; ++d) {
     EXPECT_EQ(result.outputs[d][0].GetAsDouble(0), cross_replica[d]) << "device " << d;
-    EXPECT_EQ(result.outputs[d][1].GetAsDouble(0), cross_partition[d]) << "device " << d;
+    EXPECT_EQ(result.outputs[d][1].GetAsDouble(0), replica_and_partition[d]) << "device " << d;
+    EXPECT_EQ(result.outputs[d][2].GetAsDouble(0), split[d]) << "device " << d;
+    EXPECT_EQ(result.outputs[d][3].GetAsDouble(0), broadcast[d]) << "device " << d;
   }
+}
+
+// The all-gather the issue names: a channel_id and no use_global_device_ids, 2 replicas x 2
+// partitions, groups {{0,1}} of replicas -> one group of all four devices in replica-major
+// order (r0p0, r0p1, r1p0, r1p1 = devices 0,1,2,3), so f32[1] gathers to f32[4] = [0,1,2,3].
+TEST(InterpCollectives, AllGatherWithChannelGathersReplicasTimesPartitions) {
+  constexpr char kHlo[] = R"(
+HloModule m, replica_count=2, num_partitions=2
+ENTRY e {
+  x = f32[1] parameter(0)
+  ROOT g = f32[4] all-gather(x), channel_id=1, replica_groups={{0,1}}, dimensions={0}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      RunResult result,
+      RunHlo(kHlo, PerDevice(4, [](int64_t d) { return F32({1}, {static_cast<double>(d)}); }),
+             Devices(4)));
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_THAT(Values(result.outputs[d][0]), ElementsAre(0, 1, 2, 3)) << "device " << d;
+  }
+}
+
+// replica_groups={} and no device count in the header: the declared f32[8] says 4 devices of
+// f32[2]; run on 1 device the group is {0} and gathers f32[2]. That is the caller's device
+// count, so InvalidArgument (perfsim run: exit 2), not an internal error.
+TEST(InterpCollectives, EmptyGroupsOnTooFewDevicesAreAUsageError) {
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[2] parameter(0)
+  ROOT g = f32[8] all-gather(x), replica_groups={}, dimensions={0}
+})";
+  EXPECT_THAT(RunHlo(kHlo, PerDevice(1, [](int64_t d) { return F32({2}, {1, 2}); }), Devices(1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected a replica group that gives the declared f32[8]; got "
+                                 "f32[2] from a group of 1 of the 1 devices")));
+  // On 4 devices the same module runs: [1,2] from each of the 4 members.
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      RunResult result,
+      RunHlo(kHlo, PerDevice(4, [](int64_t d) { return F32({2}, {1, 2}); }), Devices(4)));
+  EXPECT_THAT(Values(result.outputs[3][0]), ElementsAre(1, 2, 1, 2, 1, 2, 1, 2));
 }
 
 TEST(InterpCollectives, DeviceCountMustMatchTheModuleHeader) {

@@ -206,10 +206,10 @@ TEST(ShapeInference, RaggedAllToAllRejectsBadOffsetsAndRows) {
   HloBuilder b = m.Entry();
   EXPECT_THAT(InferShape(*AddRaggedAllToAll(b, "f32[4]", "f32[4]", "f32[4]", "s32[2]", "s32[3]",
                                             Groups({{0, 1}}))),
-              FailsWith("expected send_sizes of the length of input_offsets (2); got s32[3]"));
+              FailsWith("expected send_sizes of the shape of input_offsets s32[2]; got s32[3]"));
   EXPECT_THAT(InferShape(*AddRaggedAllToAll(b, "f32[4]", "f32[4]", "f32[4]", "f32[2]", "s32[2]",
                                             Groups({{0, 1}}))),
-              FailsWith("expected an integer vector as input_offsets; got f32[2]"));
+              FailsWith("expected an integer array of rank 1 or 2 as input_offsets; got f32[2]"));
   EXPECT_THAT(InferShape(*AddRaggedAllToAll(b, "f32[4,8]", "f32[4,4]", "f32[4,8]", "s32[2]",
                                             "s32[2]", Groups({{0, 1}}))),
               FailsWith("expected an output of the element type and row shape of input f32[4,4]; "
@@ -218,6 +218,92 @@ TEST(ShapeInference, RaggedAllToAllRejectsBadOffsetsAndRows) {
                                             Groups({{0, 1}}))),
               FailsWith("expected offset and size vectors whose length is a multiple of the group "
                         "size 2; got 3"));
+}
+
+// hlo_verifier_test__063 of XLA's suite: offsets and sizes of rank 2, all four alike.
+TEST(ShapeInference, RaggedAllToAllAcceptsRank2OffsetsAndSizes) {
+  TestModule m;
+  HloBuilder b = m.Entry();
+  EXPECT_THAT(InferShape(*AddRaggedAllToAll(b, "bf16[4,16]", "bf16[4,16]", "bf16[4,16]",
+                                            "s32[2,3]", "s32[2,3]", Groups({{0, 1}}))),
+              InfersShape("bf16[4,16]"));
+  EXPECT_THAT(InferShape(*AddRaggedAllToAll(b, "bf16[4,16]", "bf16[4,16]", "bf16[4,16]",
+                                            "s32[2,3]", "s32[3,2]", Groups({{0, 1}}))),
+              FailsWith("expected send_sizes of the shape of input_offsets s32[2,3]; got s32[3,2]"));
+}
+
+// A module of 2 replicas x 4 partitions. The group size of each mode (XLA's GetSubgroupSize):
+//   all-gather, channel_id, no use_global_device_ids: cross-replica-and-partition, the listed
+//     group {0,1} (2 replicas) x 4 partitions = 8: f32[8] -> f32[64];
+//   the same with use_global_device_ids=true: flattened ids, groups of 4: f32[8] -> f32[32];
+//   no channel_id: cross-replica, groups of the listed 2 replicas: f32[8] -> f32[16];
+//   all-to-all with a channel_id: cross-partition, {0,1,2,3} are partitions: split by 4.
+TEST(ShapeInference, CollectiveGroupSizeFollowsXlaGroupMode) {
+  TestModule m;
+  m.module().AddHeaderAttribute("replica_count", "2");
+  m.module().AddHeaderAttribute("num_partitions", "4");
+  HloBuilder b = m.Entry();
+  Instruction* x = b.Parameter(0, "f32[8]");
+  Instruction* replica_and_partition = AddCollective(b, Opcode::kAllGather, "f32[64]", {x},
+                                                     Groups({{0, 1}}), std::vector<int64_t>{0});
+  replica_and_partition->mutable_attributes()->channel_id = 1;
+  EXPECT_THAT(InferShape(*replica_and_partition), InfersShape("f32[64]"));
+
+  Instruction* flattened = AddCollective(b, Opcode::kAllGather, "f32[32]", {x},
+                                         Groups({{0, 1, 2, 3}, {4, 5, 6, 7}}),
+                                         std::vector<int64_t>{0});
+  flattened->mutable_attributes()->channel_id = 2;
+  flattened->mutable_attributes()->use_global_device_ids = true;
+  EXPECT_THAT(InferShape(*flattened), InfersShape("f32[32]"));
+
+  EXPECT_THAT(InferShape(*AddCollective(b, Opcode::kAllGather, "f32[16]", {x}, Groups({{0, 1}}),
+                                        std::vector<int64_t>{0})),
+              InfersShape("f32[16]"));
+
+  Instruction* all_to_all = AddCollective(b, Opcode::kAllToAll, "f32[8]", {x},
+                                          Groups({{0, 1, 2, 3}}), std::vector<int64_t>{0});
+  all_to_all->mutable_attributes()->channel_id = 3;
+  EXPECT_THAT(InferShape(*all_to_all), InfersShape("f32[8]"));
+  Instruction* y = b.Parameter(1, "f32[6]");
+  Instruction* uneven = AddCollective(b, Opcode::kAllToAll, "f32[6]", {y},
+                                      Groups({{0, 1, 2, 3}}), std::vector<int64_t>{0});
+  uneven->mutable_attributes()->channel_id = 4;
+  EXPECT_THAT(InferShape(*uneven),
+              FailsWith("split dimension 0 of f32[6] divisible by the group size 4; got 6"));
+}
+
+// XLA's CheckReplicaGroups: the ids named are 0..n-1 with n the mode's count (here 2 replicas
+// in cross-replica mode); flattened ids need explicit groups; use_global_device_ids needs a
+// channel_id; all-reduce alone may have groups of different sizes.
+TEST(ShapeInference, CollectiveChecksReplicaGroupsAsXlaDoes) {
+  TestModule m;
+  m.module().AddHeaderAttribute("replica_count", "2");
+  m.module().AddHeaderAttribute("num_partitions", "2");
+  Computation* add = m.ScalarBinary("add", "f32");
+  HloBuilder b = m.Entry();
+  Instruction* x = b.Parameter(0, "f32[8]");
+  EXPECT_THAT(InferShape(*AddCollective(b, Opcode::kAllGather, "f32[32]", {x},
+                                        Groups({{0, 1, 2, 3}}), std::vector<int64_t>{0})),
+              FailsWith("expected replica_groups of 2 ids in cross_replica mode; got 4"));
+  EXPECT_THAT(InferShape(*AddCollective(b, Opcode::kAllGather, "f32[16]", {x}, Groups({{0, 2}}),
+                                        std::vector<int64_t>{0})),
+              FailsWith("expected replica_groups naming every id 0..1; got 1 missing"));
+  Instruction* flattened =
+      AddCollective(b, Opcode::kAllReduce, "f32[8]", {x}, Groups({}), std::nullopt, add);
+  flattened->mutable_attributes()->channel_id = 1;
+  flattened->mutable_attributes()->use_global_device_ids = true;
+  EXPECT_THAT(InferShape(*flattened), FailsWith("explicit replica_groups with "
+                                                "use_global_device_ids=true (flattened ids)"));
+  Instruction* no_channel =
+      AddCollective(b, Opcode::kAllReduce, "f32[8]", {x}, Groups({{0, 1}}), std::nullopt, add);
+  no_channel->mutable_attributes()->use_global_device_ids = true;
+  EXPECT_THAT(InferShape(*no_channel),
+              FailsWith("expected a channel_id with use_global_device_ids=true; got none"));
+  Instruction* uneven = AddCollective(b, Opcode::kAllReduce, "f32[8]", {x},
+                                      Groups({{0}, {1, 2, 3}}), std::nullopt, add);
+  uneven->mutable_attributes()->channel_id = 2;
+  uneven->mutable_attributes()->use_global_device_ids = true;
+  EXPECT_THAT(InferShape(*uneven), InfersShape("f32[8]"));
 }
 
 TEST(ShapeInference, CollectivePermuteStartWithContexts) {
@@ -243,7 +329,7 @@ TEST(ShapeInference, CollectivePermuteRejectsRepeatedTarget) {
   cp->mutable_attributes()->source_target_pairs =
       std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {2, 1}};
   EXPECT_THAT(InferShape(*cp),
-              FailsWith("expected each target at most once in source_target_pairs; got 1 twice"));
+              FailsWith("expected each target at most once in source_target_pairs; got 1 2 times"));
 }
 
 TEST(ShapeInference, AsyncWrappedReduceScatter) {
