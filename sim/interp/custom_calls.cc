@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "sim/interp/dot_kernel.h"
 #include "sim/interp/dot_util.h"
+#include "sim/interp/sdy_custom_calls.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
@@ -576,6 +577,9 @@ Registry& GetRegistry() {
       return GroupedMatmul(ev, i, ops, /*transposed=*/true);
     };
     r->targets[std::string(kFusedFfnTarget)] = FusedFfnCustomCall;
+    r->targets[kSdyGlobalToLocalShapeTarget] = SdyGlobalToLocalShape;
+    r->targets[kSdyLocalToGlobalShapeTarget] = SdyLocalToGlobalShape;
+    r->targets[kSdyFuncResultShardingTarget] = SdyFuncResultSharding;
     return r;
   }();
   return *registry;

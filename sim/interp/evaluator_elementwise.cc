@@ -599,14 +599,31 @@ absl::StatusOr<Value> EvalBitcastConvert(DeviceEvaluator& ev, const Instruction&
                                          OperandValues operands) {
   const Shape& in_shape = operands[0]->array_shape();
   const Shape& out_shape = instruction.shape();
-  if (BitWidth(in_shape.element_type()) != BitWidth(out_shape.element_type()) ||
-      in_shape.dimensions() != out_shape.dimensions()) {
-    return absl::UnimplementedError(
-        absl::StrCat("expected a bitcast-convert between types of one bit width; got ",
-                     in_shape.ToString(false), " -> ", out_shape.ToString(false)));
+  // XLA's width-changing form (jax.random's u32[n,2] -> u64[n]): the narrower side has one
+  // more, minor, dimension of wide/narrow elements, and the bytes are reinterpreted in memory
+  // order, so on little-endian XLA:CPU element 0 of a group is the low half of the wide one.
+  // perfsim's literals are dense, row-major and little-endian, so the bytes copy as they are.
+  const int64_t in_bits = BitWidth(in_shape.element_type());
+  const int64_t out_bits = BitWidth(out_shape.element_type());
+  auto with_minor = [](std::vector<int64_t> dims, int64_t minor) {
+    dims.push_back(minor);
+    return dims;
+  };
+  const bool same_width = in_bits == out_bits && in_shape.dimensions() == out_shape.dimensions();
+  const bool narrowing = in_bits > out_bits && out_bits > 0 && in_bits % out_bits == 0 &&
+                         out_shape.dimensions() ==
+                             with_minor(in_shape.dimensions(), in_bits / out_bits);
+  const bool widening = out_bits > in_bits && in_bits > 0 && out_bits % in_bits == 0 &&
+                        in_shape.dimensions() ==
+                            with_minor(out_shape.dimensions(), out_bits / in_bits);
+  if (!(same_width || ((narrowing || widening) && in_bits % 8 == 0 && out_bits % 8 == 0))) {
+    return absl::UnimplementedError(absl::StrCat(
+        "expected a bitcast-convert between types of one bit width, or of whole-byte widths "
+        "with the narrow side's minor dimension wide/narrow; got ",
+        in_shape.ToString(false), " -> ", out_shape.ToString(false)));
   }
   PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
-                           AllocateLike(ev, out_shape.element_type(), in_shape));
+                           AllocateLike(ev, out_shape.element_type(), out_shape));
   std::memcpy(out->mutable_data().data(), operands[0]->data(), operands[0]->array().data().size());
   return Value::Array(std::move(out));
 }

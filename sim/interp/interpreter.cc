@@ -16,6 +16,7 @@
 #include "sim/interp/collectives.h"
 #include "sim/interp/evaluator.h"
 #include "sim/interp/memory_plan.h"
+#include "sim/interp/sdy_custom_calls.h"
 #include "sim/interp/value.h"
 #include "sim/ir/opcode.h"
 #include "sim/ir/verifier.h"
@@ -106,6 +107,11 @@ bool HasCollectives(const Module& module) {
   for (const auto& computation : module.computations()) {
     for (const auto& instruction : computation->instructions()) {
       if (IsCollective(instruction->opcode())) return true;
+      // shard_map's LocalToGlobalShape gathers every device's block (sdy_custom_calls.h).
+      if (instruction->opcode() == Opcode::kCustomCall &&
+          instruction->attributes().custom_call_target == interp::kSdyLocalToGlobalShapeTarget) {
+        return true;
+      }
     }
   }
   return false;

@@ -153,6 +153,32 @@ INSTANTIATE_TEST_SUITE_P(Modules, RunGolden,
                            return info.param.module;
                          });
 
+// A lowered (unpartitioned) shard_map program, tools/jax/shard_map_golden.py: every device runs
+// the global program, xla.sdy.GlobalToLocalShape hands it its block of x [8,6] (2x2 mesh,
+// P('x','y')) and w (P('y', None)), the body all-reduces over 'y' and all-gathers over 'x', and
+// xla.sdy.LocalToGlobalShape assembles the global outputs: both are x @ w [8,5] as JAX
+// computed them, on every device.
+TEST(RunCommand, LoweredShardMapProgramMatchesJax) {
+  const std::string base = std::string(PERFSIM_TESTDATA_DIR) + "/hlo/shard_map/shard_map_matmul";
+  const std::string out_dir = FreshDir("shard_map") + "/out";
+  CliResult r = RunCli({"run", base + ".lowered.hlo", "--devices", "4", "--inputs",
+                        base + ".in0.npy," + base + ".in1.npy", "--save-outputs", out_dir});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (int64_t k = 0; k < 2; ++k) {
+    PERFSIM_ASSERT_OK_AND_ASSIGN(
+        Literal want, ReadNpyFile(absl::StrCat(base, ".out", k, ".npy"), PrimitiveType::kF32));
+    for (int64_t d = 0; d < 4; ++d) {
+      const std::string saved = absl::StrCat(out_dir, "/out_", d, "_", k, ".npy");
+      PERFSIM_ASSERT_OK_AND_ASSIGN(Literal got, ReadNpyFile(saved, PrimitiveType::kF32));
+      ExpectMatchesGolden(got, want, saved);
+    }
+  }
+  // The mesh has 4 devices: another count is a located usage error, not a crash.
+  CliResult wrong = RunCli({"run", base + ".lowered.hlo", "--devices", "8"});
+  EXPECT_EQ(wrong.code, kExitBadInput) << wrong.err;
+  EXPECT_THAT(wrong.err, HasSubstr("expected --devices 4 (the devices of mesh @mesh)"));
+}
+
 // The output rows of a table, without the header lines (the peak of live buffers, which
 // depends on thread timing, is in the header).
 std::string OutputRows(const std::string& table) {

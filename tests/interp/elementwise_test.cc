@@ -331,6 +331,33 @@ ENTRY e {
   EXPECT_THAT(Values(out[0]), ElementsAre(1065353216));
 }
 
+// jax.random's u32[n,2] -> u64[n] and back. XLA reinterprets the bytes in memory order and
+// XLA:CPU is little-endian, so the first u32 of a pair is the low half:
+// {1,2} -> 1 + 2 * 2^32 = 8589934593, {3,4} -> 3 + 4 * 2^32 = 17179869187
+// (jax.lax.bitcast_convert_type with jax_enable_x64 on XLA:CPU gives these, both ways).
+TEST(InterpElementwise, BitcastConvertChangesWidthInMemoryOrder) {
+  constexpr char kWiden[] = R"(
+HloModule m
+ENTRY e {
+  x = u32[2,2] parameter(0)
+  ROOT b = u64[2] bitcast-convert(x)
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> wide,
+      Run1(kWiden, {MakeLiteral(PrimitiveType::kU32, {2, 2}, {1, 2, 3, 4})}));
+  EXPECT_THAT(Values(wide[0]), ElementsAre(8589934593.0, 17179869187.0));
+  constexpr char kNarrow[] = R"(
+HloModule m
+ENTRY e {
+  x = u64[2] parameter(0)
+  ROOT b = u32[2,2] bitcast-convert(x)
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> narrow,
+      Run1(kNarrow, {MakeLiteral(PrimitiveType::kU64, {2}, {8589934593.0, 17179869187.0})}));
+  EXPECT_THAT(Values(narrow[0]), ElementsAre(1, 2, 3, 4));
+}
+
 TEST(InterpElementwise, ReducePrecisionRoundsLikeTheNarrowType) {
   // exponent_bits=8, mantissa_bits=7 is bf16's format: the same ties as the convert test.
   constexpr char kHlo[] = R"(
