@@ -93,16 +93,21 @@ absl::StatusOr<std::vector<const Shape*>> ScalarOperands(const Instruction& inst
 // Output dimensions of a window (reduce-window, select-and-scatter) over `input`.
 absl::StatusOr<std::vector<int64_t>> WindowedDimensions(const Instruction& instruction,
                                                         const Shape& input) {
-  const std::optional<std::vector<WindowDimension>>& window = instruction.attributes().window;
-  if (!window.has_value() || static_cast<int64_t>(window->size()) != input.rank()) {
+  // No `window=` is XLA's empty window: right for a scalar (a rank-0 window), wrong otherwise.
+  const std::vector<WindowDimension> window =
+      instruction.attributes().window.value_or(std::vector<WindowDimension>{});
+  if (static_cast<int64_t>(window.size()) != input.rank()) {
     return InferError(instruction,
                       absl::StrCat("a window of ", input.rank(), " dimensions (the rank of ",
                                    ShapeText(input), ")"),
-                      absl::StrCat(window.has_value() ? window->size() : 0));
+                      instruction.attributes().window.has_value()
+                          ? absl::StrCat(window.size(), window.size() == 1 ? " dimension"
+                                                                           : " dimensions")
+                          : std::string("no window"));
   }
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < input.rank(); ++i) {
-    const WindowDimension& w = (*window)[i];
+    const WindowDimension& w = window[i];
     PERFSIM_RETURN_IF_ERROR(infer_internal::CheckWindowDimension(
         instruction, i, w.size, w.stride, w.base_dilation, w.window_dilation));
     dims.push_back(infer_internal::WindowedOutputSize(input.dimensions(i), w.size, w.stride,

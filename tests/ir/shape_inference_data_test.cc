@@ -201,7 +201,29 @@ TEST(ShapeInference, ReduceWindowCumsumKeepsShape) {
   EXPECT_THAT(InferShape(*rw), InfersShape("bf16[4,512]"));
   rw->mutable_attributes()->window = std::vector<WindowDimension>{cols};
   EXPECT_THAT(InferShape(*rw),
-              FailsWith("expected a window of 2 dimensions (the rank of bf16[4,512]); got 1"));
+              FailsWith("expected a window of 2 dimensions (the rank of bf16[4,512]); got 1 "
+                        "dimension"));
+  rw->mutable_attributes()->window.reset();
+  EXPECT_THAT(InferShape(*rw), FailsWith("expected a window of 2 dimensions (the rank of "
+                                         "bf16[4,512]); got no window"));
+}
+
+TEST(ShapeInference, WindowedOpsOnAScalarTakeNoWindow) {
+  // XLA's hlo_parser_test R4UnitWindowScalar / SelectAndScatterScalar: no `window=` is the
+  // empty window, which is a rank-0 window, so a scalar input gives a scalar result.
+  TestModule m;
+  Computation* add = m.ScalarBinary("add", "f32");
+  Computation* ge = m.ScalarBinary("ge", "f32", Opcode::kCompare);
+  HloBuilder b = m.Entry();
+  Instruction* x = b.Parameter(0, "f32[]");
+  Instruction* init = b.Parameter(1, "f32[]");
+  Instruction* rw = b.Add(Opcode::kReduceWindow, "f32[]", {x, init});
+  rw->set_to_apply(add);
+  EXPECT_THAT(InferShape(*rw), InfersShape("f32[]"));
+  Instruction* sas = b.Add(Opcode::kSelectAndScatter, "f32[]", {x, init, init});
+  sas->set_select(ge);
+  sas->set_scatter(add);
+  EXPECT_THAT(InferShape(*sas), InfersShape("f32[]"));
 }
 
 TEST(ShapeInference, SelectAndScatterSourceMatchesWindowedOperand) {
