@@ -188,6 +188,15 @@ absl::StatusOr<Value> Convolve(DeviceEvaluator& ev, const Instruction& instructi
 
 absl::StatusOr<Value> EvalConvolution(DeviceEvaluator& ev, const Instruction& instruction,
                                       OperandValues operands) {
+  // A sparse convolution (sparsity_config, XLA's hlo_evaluator_sparsity_test) takes a tuple
+  // (values, metadata) for its sparse operand; shape inference accepts it, the interpreter
+  // does not expand it.
+  if (!operands[0]->is_array() || !operands[1]->is_array()) {
+    return absl::UnimplementedError(absl::StrCat(
+        instruction.name(),
+        ": expected array operands (a sparse convolution, sparsity_config with a tuple "
+        "(values, metadata) operand, is not interpreted); got a tuple"));
+  }
   absl::StatusOr<Value> result;
   PERFSIM_RETURN_IF_ERROR(DispatchAccumulator(instruction.shape().element_type(), [&](auto zero) {
     using C = decltype(zero);

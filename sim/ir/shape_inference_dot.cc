@@ -9,11 +9,15 @@
 //   "dot.3: expected lhs contracting dimension 1 (size 7168) to equal rhs contracting
 //    dimension 1 (size 2048); got 7168 vs 2048".
 #include <algorithm>
+#include <cctype>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "sim/ir/shape_inference.h"
 #include "sim/ir/shape_inference_internal.h"
+#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -282,11 +286,113 @@ absl::StatusOr<ConvolutionLabels> ParseLabels(const Instruction& instruction,
   return labels;
 }
 
+// The text of `side={...}` inside a convolution's sparsity_config, or "" when it has none.
+absl::string_view SparsityDescriptor(const Instruction& instruction, absl::string_view side) {
+  for (const auto& [key, value] : instruction.attributes().other) {
+    if (key != "sparsity_config") continue;
+    const absl::string_view config(value);
+    for (size_t at = config.find(side); at != absl::string_view::npos;
+         at = config.find(side, at + 1)) {
+      // `side` as a whole word followed by `={`.
+      if (at > 0 &&
+          (std::isalnum(static_cast<unsigned char>(config[at - 1])) || config[at - 1] == '_')) {
+        continue;
+      }
+      size_t open = at + side.size();
+      while (open < config.size() && config[open] == ' ') ++open;
+      if (open >= config.size() || config[open] != '=') continue;
+      open = config.find('{', open);
+      const size_t close = config.find('}', open);
+      if (open == absl::string_view::npos || close == absl::string_view::npos) return "";
+      return config.substr(open + 1, close - open - 1);
+    }
+  }
+  return "";
+}
+
+// The integers of `key=AxB` (two) or `key=A` (one) in a descriptor; empty when absent.
+std::vector<int64_t> DescriptorField(absl::string_view descriptor, absl::string_view key) {
+  std::vector<int64_t> values;
+  const std::string pattern = absl::StrCat(key, "=");
+  size_t at = descriptor.find(pattern);
+  while (
+      at != absl::string_view::npos && at > 0 &&
+      (std::isalnum(static_cast<unsigned char>(descriptor[at - 1])) || descriptor[at - 1] == '_')) {
+    at = descriptor.find(pattern, at + 1);
+  }
+  if (at == absl::string_view::npos) return values;
+  size_t pos = at + pattern.size();
+  while (true) {
+    int64_t value = 0;
+    const size_t start = pos;
+    while (pos < descriptor.size() && std::isdigit(static_cast<unsigned char>(descriptor[pos])) &&
+           value < (int64_t{1} << 40)) {
+      value = value * 10 + (descriptor[pos] - '0');
+      ++pos;
+    }
+    if (pos == start) return {};
+    values.push_back(value);
+    if (pos >= descriptor.size() || descriptor[pos] != 'x') return values;
+    ++pos;
+  }
+}
+
+// A convolution operand as the dense array it stands for. With XLA's structured sparsity
+// (`sparsity_config={rhs={sparsity=1x4 dimension=0 stride=1}}`, hlo_evaluator_sparsity_test)
+// the operand is a tuple (values, metadata): `values` keeps N of every M elements along
+// `dimension`, so the dense operand is M/N times larger there (values f32[2,1] with 1x4 on
+// dimension 0 stand for f32[8,1]); `metadata` holds the kept elements' integer positions.
+absl::StatusOr<Shape> ConvolutionOperand(const Instruction& instruction, int64_t index,
+                                         absl::string_view role) {
+  const absl::string_view descriptor = SparsityDescriptor(instruction, role);
+  if (descriptor.empty() || index >= instruction.operand_count() ||
+      instruction.operand(index) == nullptr || !instruction.operand(index)->shape().IsTuple()) {
+    PERFSIM_ASSIGN_OR_RETURN(const Shape* dense, ArrayOperand(instruction, index, role));
+    return *dense;
+  }
+  const Shape& tuple = instruction.operand(index)->shape();
+  const std::string sparse_role = absl::StrCat("sparse ", role);
+  if (tuple.tuple_size() != 2 || !tuple.tuple_shapes(0).IsArray() ||
+      !tuple.tuple_shapes(1).IsArray() || !IsInteger(tuple.tuple_shapes(1).element_type()) ||
+      tuple.tuple_shapes(1).rank() != tuple.tuple_shapes(0).rank()) {
+    return InferError(
+        instruction,
+        absl::StrCat(sparse_role, " to be a tuple (values, integer metadata of the same rank)"),
+        ShapeText(tuple));
+  }
+  const Shape& values = tuple.tuple_shapes(0);
+  const std::vector<int64_t> n_of_m = DescriptorField(descriptor, "sparsity");
+  const std::vector<int64_t> dimension = DescriptorField(descriptor, "dimension");
+  if (n_of_m.size() != 2 || n_of_m[0] < 1 || n_of_m[1] < n_of_m[0] || dimension.size() != 1 ||
+      dimension[0] >= values.rank()) {
+    return InferError(instruction,
+                      absl::StrCat(sparse_role, " sparsity NxM (1 <= N <= M) on a dimension of ",
+                                   ShapeText(values)),
+                      std::string(descriptor));
+  }
+  const int64_t d = dimension[0];
+  const int64_t stored = values.dimensions(d);
+  if (stored % n_of_m[0] != 0) {
+    return InferError(instruction,
+                      absl::StrCat(sparse_role, " dimension ", d, " (size ", stored,
+                                   ") divisible by N = ", n_of_m[0]),
+                      std::string(descriptor));
+  }
+  std::vector<int64_t> dims = values.dimensions();
+  if (!TryMul(stored / n_of_m[0], n_of_m[1], &dims[d])) {
+    return InferError(instruction, absl::StrCat(sparse_role, " dense dimension ", d, " below 2^63"),
+                      absl::StrCat(stored, " / ", n_of_m[0], " * ", n_of_m[1]));
+  }
+  return Shape::Array(values.element_type(), dims);
+}
+
 }  // namespace
 
 absl::StatusOr<Shape> InferConvolutionShape(const Instruction& instruction) {
-  PERFSIM_ASSIGN_OR_RETURN(const Shape* lhs, ArrayOperand(instruction, 0, "lhs"));
-  PERFSIM_ASSIGN_OR_RETURN(const Shape* rhs, ArrayOperand(instruction, 1, "rhs"));
+  PERFSIM_ASSIGN_OR_RETURN(const Shape lhs_shape, ConvolutionOperand(instruction, 0, "lhs"));
+  PERFSIM_ASSIGN_OR_RETURN(const Shape rhs_shape, ConvolutionOperand(instruction, 1, "rhs"));
+  const Shape* lhs = &lhs_shape;
+  const Shape* rhs = &rhs_shape;
   const InstructionAttributes& attrs = instruction.attributes();
   const std::string& text = attrs.dim_labels;
   const size_t underscore = text.find('_');

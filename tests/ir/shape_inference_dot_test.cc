@@ -353,5 +353,39 @@ TEST(ShapeInference, ConvolutionRejectsBadDimLabelsAndWindow) {
                         "dimension (size 3); got 2"));
 }
 
+TEST(ShapeInference, SparseConvolutionRhsIsValuesAndMetadata) {
+  // XLA's hlo_evaluator_sparsity_test: values f32[2,1] keeping 1 of every 4 elements along
+  // dimension 0 stand for a dense rhs f32[2*4/1, 1] = f32[8,1], which matches lhs f32[1,8]
+  // (bf_io->bf: 8 input features); the result is f32[1 (batch), 1 (output features)].
+  TestModule m;
+  HloBuilder b = m.Entry();
+  Instruction* lhs = b.Parameter(0, "f32[1,8]");
+  Instruction* kernel = b.Parameter(1, "(f32[2,1], s32[2,1])");
+  Instruction* conv = b.Add(Opcode::kConvolution, "f32[1,1]", {lhs, kernel});
+  conv->mutable_attributes()->dim_labels = "bf_io->bf";
+  conv->mutable_attributes()->other.emplace_back(
+      "sparsity_config", "{ rhs={sparsity=1x4 dimension=0 stride=1} }");
+  EXPECT_THAT(InferShape(*conv), InfersShape("f32[1,1]"));
+  // 1x2 stands for f32[4,1]: 4 input features against the lhs's 8.
+  conv->mutable_attributes()->other.back().second = "{rhs={sparsity=1x2 dimension=0 stride=1}}";
+  EXPECT_THAT(InferShape(*conv),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("8/1 vs 4")));
+  // Without a sparsity_config the tuple is no convolution operand.
+  conv->mutable_attributes()->other.clear();
+  EXPECT_THAT(InferShape(*conv), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("expected rhs to be an array; got (")));
+  // The metadata must be integers of the values' rank.
+  conv->mutable_attributes()->other.emplace_back("sparsity_config",
+                                                 "{rhs={sparsity=1x4 dimension=0 stride=1}}");
+  Instruction* bad = b.Add(Opcode::kConvolution, "f32[1,1]",
+                           {lhs, b.Parameter(2, "(f32[2,1], f32[2,1])")});
+  bad->mutable_attributes()->dim_labels = "bf_io->bf";
+  bad->mutable_attributes()->other = conv->attributes().other;
+  EXPECT_THAT(InferShape(*bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected sparse rhs to be a tuple (values, integer metadata of "
+                                 "the same rank)")));
+}
+
 }  // namespace
 }  // namespace perfsim
