@@ -404,6 +404,14 @@ absl::Status HloParser::ParseOperands(Scope& scope, Instruction* instruction) {
       PERFSIM_ASSIGN_OR_RETURN(written, ParseShape());
       PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(*written, shape_location));
     }
+    if (written.has_value() && (At(TokenKind::kComma) || At(TokenKind::kRparen))) {
+      // A shape with no name, `add(f32[] %x, f32[], %y)`: XLA's module parser drops it (it
+      // records an error that surfaces only if the module fails elsewhere, and goes on), so
+      // the instruction has the operands that remain (a wrong count is refused as any other).
+      if (!At(TokenKind::kComma)) return absl::OkStatus();
+      Advance();
+      continue;
+    }
     if (NestedInstructionFollows()) {
       PERFSIM_ASSIGN_OR_RETURN(Instruction * nested,
                                ParseNestedInstruction(scope, std::move(written), shape_location));
@@ -604,10 +612,11 @@ absl::Status HloParser::FinishModule(Module* module) {
 
 // --- shapes ---
 
-bool HloParser::AtShapeStart() const {
+bool HloParser::AtShapeStart() {
   if (At(TokenKind::kLparen)) return true;
-  return At(TokenKind::kIdentifier) && lexer_.PeekChar() == '[' &&
-         ParsePrimitiveType(tok_.text).has_value();
+  // Element types are tokens of their own, as in XLA's lexer: `s32 [4]` is `s32[4]`.
+  return At(TokenKind::kIdentifier) && ParsePrimitiveType(tok_.text).has_value() &&
+         PeekToken().kind == TokenKind::kLsquare;
 }
 
 absl::Status HloParser::ValidateShapeAt(const Shape& shape, SourceLocation location) const {

@@ -165,7 +165,7 @@ class HloParser {
                          std::string base_name);
 
   // --- shapes (hlo_parser.cc) ---
-  bool AtShapeStart() const;
+  bool AtShapeStart();
   absl::StatusOr<Shape> ParseShape();
   absl::Status ParseLayout(Shape* shape);
   bool LayoutFollows();
@@ -190,8 +190,11 @@ class HloParser {
                                       std::vector<uint8_t>* data);
   absl::Status ParseLiteralScalar(PrimitiveType type, std::vector<uint8_t>* data);
   // custom-call's `literal=s32[2]{0} {1, 2}` (tok_ is the '='): shape and literal, returned as
-  // the printer writes them back.
+  // the printer writes them back. A tuple gives each element its own shape, as XLA's
+  // ParseLiteral(Literal*) reads it: `literal=( s32[2]{0} {1, 2}, pred[] true )`.
   absl::StatusOr<std::string> ParseLiteralAttributeValue();
+  // One such self-shaped literal, or a parenthesised tuple of them, after the '='.
+  absl::StatusOr<std::string> ParseShapedLiteral();
 
   HloLexer lexer_;
   std::string filename_;

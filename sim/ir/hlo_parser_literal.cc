@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "sim/ir/hlo_parser_internal.h"
 #include "sim/util/status.h"
 
@@ -146,11 +147,34 @@ absl::Status HloParser::ParseLiteralScalar(PrimitiveType type, std::vector<uint8
 
 absl::StatusOr<std::string> HloParser::ParseLiteralAttributeValue() {
   PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "'=' after 'literal'"));
-  const SourceLocation location = LocationOf(tok_);
-  PERFSIM_ASSIGN_OR_RETURN(Shape shape, ParseShape());
-  PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(shape, location));
-  PERFSIM_ASSIGN_OR_RETURN(Literal literal, ParseLiteral(shape));
-  return absl::StrCat(shape.ToString(), " ", literal.ToString());
+  return ParseShapedLiteral();
+}
+
+absl::StatusOr<std::string> HloParser::ParseShapedLiteral() {
+  PERFSIM_RETURN_IF_ERROR(EnterNesting());
+  std::string text;
+  if (At(TokenKind::kLparen)) {
+    // XLA prints a tuple literal on one line as `( a, b )`; a trailing ',' is allowed.
+    Advance();
+    std::vector<std::string> elements;
+    while (!At(TokenKind::kRparen)) {
+      PERFSIM_ASSIGN_OR_RETURN(std::string element, ParseShapedLiteral());
+      elements.push_back(std::move(element));
+      if (!At(TokenKind::kRparen)) {
+        PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kComma, "',' or ')' in a tuple literal"));
+      }
+    }
+    Advance();
+    text = absl::StrCat("( ", absl::StrJoin(elements, ", "), " )");  // `(  )` when empty
+  } else {
+    const SourceLocation location = LocationOf(tok_);
+    PERFSIM_ASSIGN_OR_RETURN(Shape shape, ParseShape());
+    PERFSIM_RETURN_IF_ERROR(ValidateShapeAt(shape, location));
+    PERFSIM_ASSIGN_OR_RETURN(Literal literal, ParseLiteral(shape));
+    text = absl::StrCat(shape.ToString(), " ", literal.ToString());
+  }
+  LeaveNesting();
+  return text;
 }
 
 }  // namespace perfsim

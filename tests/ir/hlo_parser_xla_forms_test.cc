@@ -1,6 +1,7 @@
 // Forms of HLO text that XLA's parser accepts beyond `name = shape opcode(operands)`: result
 // shapes left out and inferred, instructions nested in operand lists, one scalar for an array
-// constant, the legacy `HloModule name:` header, custom-call `literal=`. Each test checks what
+// constant, the legacy `HloModule name:` header, custom-call `literal=` (tuples included), an
+// element type apart from its dimensions, a shape-only operand. Each test checks what
 // the parser builds, the shape it infers derived by hand in a comment.
 #include <memory>
 #include <string>
@@ -300,6 +301,75 @@ ENTRY e {
   auto reparsed = Parse(printed);
   ASSERT_NE(reparsed, nullptr);
   EXPECT_EQ(PrintModule(*reparsed), printed);
+}
+
+TEST(HloParserAttributes, ReadsCustomCallTupleLiteralWithAShapePerElement) {
+  // XLA's ParseLiteral(Literal*) reads `(` as a tuple whose elements carry their own shapes
+  // (hlo_parser_test's custom-call module) and prints it on one line as `( a, b )`.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  ROOT c = f32[] custom-call(), custom_call_target="foo",
+    literal=( s32[2]{0} {4, 128}, (pred[] true,), )
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_THAT(Find(*module, "c").attributes().other,
+              ::testing::ElementsAre(Pair("literal", "( s32[2]{0} {4, 128}, ( pred[] true ) )")));
+  const std::string printed = PrintModule(*module);
+  auto reparsed = Parse(printed);
+  ASSERT_NE(reparsed, nullptr);
+  EXPECT_EQ(PrintModule(*reparsed), printed);
+  // The empty tuple prints as XLA prints it, "( " then " )".
+  module = Parse(R"(HloModule m
+ENTRY e {
+  ROOT c = f32[] custom-call(), custom_call_target="foo", literal=()
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_THAT(Find(*module, "c").attributes().other,
+              ::testing::ElementsAre(Pair("literal", "(  )")));
+  // A tuple shape before the values is not XLA's form: the element `s32[2]` lacks its value.
+  EXPECT_THAT(ParseHloModule(R"(HloModule m
+ENTRY e {
+  ROOT c = f32[] custom-call(), custom_call_target="foo", literal=(s32[2], pred[]) ({1, 2}, true)
+})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3:74:")));
+}
+
+TEST(HloParserShapes, ElementTypeAndDimensionsMayStandApart) {
+  // XLA's lexer makes an element type a token of its own, so `s32 [2,3]` is `s32[2,3]`
+  // (coalescing_analysis_test's fusion parameters), in a result and in a typed operand.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = s32 [2,3] parameter(0)
+  ROOT n = s32 [2,3] {1,0} negate(s32 [2,3] p)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(ShapeOf(*module, "p"), "s32[2,3]");
+  EXPECT_EQ(Find(*module, "n").shape().ToString(), "s32[2,3]{1,0}");
+}
+
+TEST(HloParserOperands, DropsAShapeWithoutANameAsXlaDoes) {
+  // XLA's module parser fails to read `f32[]` as a named or a nested operand, records the error
+  // and goes on after the ',' (hlo_module_splitting_test): add keeps the two named operands.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT a = f32[] add(f32[] x, f32[], y)
+  s = f32[] subtract(x, y, f32[2])
+})");
+  ASSERT_NE(module, nullptr);
+  const Instruction& add = Find(*module, "a");
+  ASSERT_EQ(add.operand_count(), 2);
+  EXPECT_EQ(add.operand(0)->name(), "x");
+  EXPECT_EQ(add.operand(1)->name(), "y");
+  EXPECT_EQ(Find(*module, "s").operand_count(), 2);
+  // Dropped, it leaves add one operand short, which is refused as XLA refuses it.
+  EXPECT_FALSE(ParseHloModule(R"(HloModule m
+ENTRY e {
+  x = f32[] parameter(0)
+  ROOT a = f32[] add(x, f32[])
+})")
+                   .ok());
 }
 
 }  // namespace
