@@ -10,9 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "sim/ir/collective_groups.h"
 #include "sim/ir/hlo_lexer.h"
-
 #include "sim/ir/literal.h"
 #include "sim/ir/primitive_type.h"
+
 namespace perfsim {
 namespace {
 
@@ -500,8 +500,6 @@ std::string ComputationText(const Computation& computation, const CallCounts& ca
   return out;
 }
 
-std::string PrintModule(const Module& module) {
-  std::string out = absl::StrCat("HloModule ", NameText(module.name()));
 const Module* ModuleOf(const Computation* computation) {
   return computation == nullptr ? nullptr : computation->parent();
 }
@@ -522,14 +520,14 @@ std::string PrintComputation(const Computation& computation) {
   return ComputationText(computation, CountCalls(ModuleOf(&computation)));
 }
 
+std::string PrintModule(const Module& module) {
+  std::string out = absl::StrCat("HloModule ", NameText(module.name()));
   for (const auto& [key, value] : module.header_attributes()) {
     absl::StrAppend(&out, ", ", key, "=", value);
   }
   out.append("\n");
   if (!module.stack_frame_index().empty())
     absl::StrAppend(&out, "\n", module.stack_frame_index(), "\n");
-  // Callees before callers; a recursive call graph (which the verifier rejects) prints in text
-  // order.
   const CallCounts calls = CountCalls(&module);
   // The wrappers of sugared async-starts print inside their start's line.
   absl::flat_hash_set<const Computation*> sugared;
@@ -540,6 +538,8 @@ std::string PrintComputation(const Computation& computation) {
       }
     }
   }
+  // Callees before callers; a recursive call graph (which the verifier rejects) prints in text
+  // order.
   std::vector<const Computation*> order;
   absl::StatusOr<std::vector<Computation*>> post_order = module.ComputationPostOrder();
   if (post_order.ok()) {
