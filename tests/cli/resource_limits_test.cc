@@ -17,7 +17,7 @@ namespace {
 using ::perfsim::testing::CallChainHlo;
 using ::perfsim::testing::CallFanOutHlo;
 using ::perfsim::testing::CliResult;
-using ::perfsim::testing::FarDeviceAllReduceHlo;
+using ::perfsim::testing::FarDevicePermuteHlo;
 using ::perfsim::testing::kNeverEndingWhileHlo;
 using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
@@ -82,10 +82,10 @@ TEST(ResourceLimits, RunsAThousandDevicesOnTheThreadsAsked) {
 }
 
 TEST(ResourceLimits, CostRefusesADeviceIdBeyondTheLargestSlice) {
-  // A replica group naming device 10^9 made cost search slices up to 2·10^9 devices.
-  const CliResult r = RunCli({"cost", "-", "--hw", "tpu_v5p"}, FarDeviceAllReduceHlo(1000000000));
+  // A collective naming device 10^9 made cost search slices up to 2·10^9 devices.
+  const CliResult r = RunCli({"cost", "-", "--hw", "tpu_v5p"}, FarDevicePermuteHlo(1000000000));
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("<stdin>:11:8: r: expected device ids below 1048576 (the "
+  EXPECT_THAT(r.err, HasSubstr("<stdin>:5:8: r: expected device ids below 1048576 (the "
                                "largest slice perfsim models); got device 1000000000"));
 }
 

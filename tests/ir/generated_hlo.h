@@ -72,20 +72,15 @@ ENTRY main {
 }
 )";
 
-// An all-reduce `r` whose replica group is {0, device}.
-inline std::string FarDeviceAllReduceHlo(int64_t device) {
+// A collective-permute `r` sending from device 0 to `device` (a permute's pairs need not cover
+// every device, so the device id itself is what gets checked).
+inline std::string FarDevicePermuteHlo(int64_t device) {
   return absl::StrCat(R"(HloModule far
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
 
 ENTRY main {
   x = f32[8] parameter(0)
-  ROOT r = f32[8] all-reduce(x), replica_groups={{0,)",
-                      device, R"(}}, to_apply=add
+  ROOT r = f32[8] collective-permute(x), channel_id=1, source_target_pairs={{0,)",
+                      device, R"(}}
 }
 )");
 }
