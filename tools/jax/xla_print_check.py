@@ -19,9 +19,11 @@ It prints the failures of each kind and a summary as its last line, and exits
 1 if any module failed a step. Run by hand (not in CI; see README.md):
 
   python3 tools/jax/xla_print_check.py [--perfsim build/perfsim] [-v]
-      [--only NAME_SUBSTRING] [--all]
+      [--only NAME_SUBSTRING] [--all] [--jobs N]
 
 `--all` also checks the modules marked `may-reject` that perfsim accepts.
+`--jobs` (default: the number of cores) perfsim and XLA processes run at a
+time; every 500 modules a progress line goes to stderr.
 XLA runs in child worker processes, because it CHECK-fails or crashes on some
 texts instead of returning an error; a crash is reported as a failure of the
 module that caused it.
@@ -37,6 +39,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
@@ -66,33 +70,64 @@ _COMPUTATION_REF = re.compile(
     r"\b(calls|to_apply|condition|body|select|scatter|true_computation|false_computation|"
     r"branch_computations|called_computations)=(\{[^}]*\}|%[\w.\-]+)")
 _CONSTANT = re.compile(r"constant\(.*\)")
+_DEFINITION = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = ", re.MULTILINE)
+_HEADER_PARAMETER = re.compile(r"([(,]\s*)([\w.\-]+): ")
+_INSTRUCTION_REF = re.compile(r"%([\w.\-]+)")
+
+
+def _without_instruction_names(text: str) -> str:
+  """Each computation's instructions renamed by position (`%i0`, `%i1`, ... in XLA's print
+  order, references and the header's parameter names alike). XLA makes instruction names
+  unique across the whole module, so which of two equal names gets a `.1` depends on which
+  computation XLA reads first: an async wrapper perfsim prints as sugar (`subtract-start`)
+  holds no names of its own in perfsim's print, and the entry's `a` that XLA read as `a.1`
+  after the wrapper's `a` stays `a`. The operands still compare, by position."""
+  out = []
+  for block in re.split(r"(?<=\n)(?=(?:ENTRY )?%[\w.\-]+ \()", text):
+    names = {name: f"%i{i}" for i, name in enumerate(_DEFINITION.findall(block))}
+    if not names:
+      out.append(block)
+      continue
+    header, newline, body = block.partition("\n")
+    header = _HEADER_PARAMETER.sub(
+        lambda m: m.group(1) + names.get(m.group(2), m.group(2)).lstrip("%") + ": ", header)
+    body = _INSTRUCTION_REF.sub(lambda m: names.get(m.group(1), m.group(0)), body)
+    out.append(header + newline + body)
+  return "".join(out)
 
 
 def _without_names(text: str, elided_constants: bool) -> str:
   """XLA's print with what carries no meaning made equal: the module's name (a module without
   an `HloModule` line is named after its entry by XLA and by perfsim differently), whitespace
   runs (perfsim keeps a multi-line backend_config on one line), computation names (XLA names
-  the inline computations `{...}` of a text `_`, `_.1`, ...; perfsim after their caller), and,
-  for a text with elided constants `{...}` (XLA fills those with arbitrary values), the
-  constants' values."""
+  the inline computations `{...}` of a text `_`, `_.1`, ...; perfsim after their caller),
+  instruction names (see _without_instruction_names), and, for a text with elided constants
+  `{...}` (XLA fills those with arbitrary values), the constants' values."""
   text = re.sub(r"^HloModule [^,\n]*", "HloModule _", text)
-  names = {name: f"c{i}" for i, name in enumerate(_COMPUTATION_HEADER.findall(text))}
+  names = {name: f"__c{i}" for i, name in enumerate(_COMPUTATION_HEADER.findall(text))}
   rename = lambda name: "%" + names.get(name, name)
   text = _COMPUTATION_HEADER.sub(
       lambda m: m.group(0).replace("%" + m.group(1), rename(m.group(1)), 1), text)
   text = _COMPUTATION_REF.sub(
       lambda m: f"{m.group(1)}=" + re.sub(r"%([\w.\-]+)", lambda n: rename(n.group(1)),
                                           m.group(2)), text)
+  # After the computations, whose references are then `%__cN`, no instruction's name.
+  text = _without_instruction_names(text)
   if elided_constants:
     text = _CONSTANT.sub("constant(...)", text)
   return " ".join(text.split())
 
 
-def _same_meaning(original: str, printed: str) -> bool:
-  """Whether XLA reads the original text and perfsim's print of it as the same module."""
+def _same_meaning(original: str, printed: str, printed_canonical: str | None = None) -> bool:
+  """Whether XLA reads the original text and perfsim's print of it as the same module.
+  `printed_canonical`, XLA's print of `printed` when the caller has it: XLA takes tens of
+  seconds to parse a module with a large elided constant (host_offloader_test__028: it fills 2*10^8 elements), so the
+  worker parses each text once."""
   elided = "{...}" in original
+  if printed_canonical is None:
+    printed_canonical = _xla_canonical(printed)
   return (_without_names(_xla_canonical(original), elided) ==
-          _without_names(_xla_canonical(printed), elided))
+          _without_names(printed_canonical, elided))
 
 
 def _worker() -> None:
@@ -102,13 +137,14 @@ def _worker() -> None:
     request = json.loads(line)
     answer = {"parsed": False, "error": "", "same": None}
     try:
-      _xla_canonical(request["printed"])
+      printed_canonical = _xla_canonical(request["printed"])
       answer["parsed"] = True
     except Exception as e:  # pylint: disable=broad-except
       answer["error"] = _first_line(str(e))
     if answer["parsed"]:
       try:
-        answer["same"] = _same_meaning(request["original"], request["printed"])
+        answer["same"] = _same_meaning(request["original"], request["printed"],
+                                       printed_canonical)
       except Exception:  # pylint: disable=broad-except
         answer["same"] = None  # XLA does not parse the original on its own (a fragment).
     sys.stdout.write(json.dumps(answer) + "\n")
@@ -199,7 +235,8 @@ def main() -> int:
   parser.add_argument("--only", default="", help="check only files whose name contains this")
   parser.add_argument("--all", action="store_true", help="also the may-reject modules")
   parser.add_argument("-v", "--verbose", action="store_true", help="print each failure's error")
-  parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+  parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                      help="perfsim processes, and XLA worker processes, at a time")
   parser.add_argument("--diff", metavar="FILE",
                       help="show XLA's print of FILE (a suite module) against XLA's print of "
                       "perfsim's print, as a unified diff, and exit")
@@ -215,31 +252,55 @@ def main() -> int:
   with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
     sides = list(pool.map(lambda p: _perfsim_side(args.perfsim, p), paths))
 
+  # XLA's side in `--jobs` worker processes, each module's request from one thread (a thread
+  # waits on its worker's pipe); the answers are read back in the suite's order.
+  local = threading.local()
+  workers = []
+  workers_lock = threading.Lock()
+  done = [0]
+  started = time.monotonic()
+
+  def ask_xla(path: str, side: dict) -> dict | None:
+    if not side["accepted"]:
+      return None
+    if not hasattr(local, "worker"):
+      local.worker = XlaWorker()
+      with workers_lock:
+        workers.append(local.worker)
+    with open(path, encoding="utf-8") as f:
+      answer = local.worker.ask(f.read(), side["printed"])
+    with workers_lock:
+      done[0] += 1
+      if done[0] % 500 == 0:
+        print(f"xla print check: {done[0]} modules through XLA, "
+              f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return answer
+
+  try:
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+      answers = list(pool.map(ask_xla, paths, sides))
+  finally:
+    for worker in workers:
+      worker.close()
+
   failures = {"reparse": [], "fixed_point": [], "xla_rejects": [], "meaning": [], "crash": []}
   accepted = 0
-  worker = XlaWorker()
-  try:
-    for row, path, side in zip(rows, paths, sides):
-      name = row["file"]
-      if not side["accepted"]:
-        if side["rc"] not in (1, 2):
-          failures["crash"].append((name, f"perfsim exit {side['rc']}: {side['error']}"))
-        continue
-      accepted += 1
-      if not side["reparsed"]:
-        failures["reparse"].append((name, side["reparse_error"]))
-      elif not side["fixed_point"]:
-        failures["fixed_point"].append((name, "print -> parse -> print differs"))
-      with open(path, encoding="utf-8") as f:
-        original = f.read()
-      answer = worker.ask(original, side["printed"])
-      if not answer["parsed"]:
-        failures["xla_rejects"].append((name, answer["error"]))
-      elif answer["same"] is False:
-        failures["meaning"].append((name, "XLA prints the original and perfsim's print "
-                                          "differently"))
-  finally:
-    worker.close()
+  for row, side, answer in zip(rows, sides, answers):
+    name = row["file"]
+    if not side["accepted"]:
+      if side["rc"] not in (1, 2):
+        failures["crash"].append((name, f"perfsim exit {side['rc']}: {side['error']}"))
+      continue
+    accepted += 1
+    if not side["reparsed"]:
+      failures["reparse"].append((name, side["reparse_error"]))
+    elif not side["fixed_point"]:
+      failures["fixed_point"].append((name, "print -> parse -> print differs"))
+    if not answer["parsed"]:
+      failures["xla_rejects"].append((name, answer["error"]))
+    elif answer["same"] is False:
+      failures["meaning"].append((name, "XLA prints the original and perfsim's print "
+                                        "differently"))
 
   for kind, items in failures.items():
     for name, error in items:
