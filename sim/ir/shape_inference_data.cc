@@ -303,11 +303,14 @@ absl::StatusOr<Shape> InferReduceWindowShape(const Instruction& instruction) {
                            SameDimensionArrays(instruction, 0, n, "input"));
   PERFSIM_ASSIGN_OR_RETURN(std::vector<const Shape*> inits, ScalarOperands(instruction, n, n));
   PERFSIM_ASSIGN_OR_RETURN(std::vector<int64_t> dims, WindowedDimensions(instruction, *inputs[0]));
-  PERFSIM_ASSIGN_OR_RETURN(std::vector<PrimitiveType> types,
-                           CheckReducer(instruction, instruction.to_apply(), "to_apply",
-                                        ElementTypes(inits), ElementTypes(inputs)));
+  PERFSIM_RETURN_IF_ERROR(CheckReducer(instruction, instruction.to_apply(), "to_apply",
+                                       ElementTypes(inits), ElementTypes(inputs))
+                              .status());
+  // The init values' element types, not the reducer's (which may differ in fp precision):
+  // XLA's InferReduceWindowShape passes init_value_shape.element_type() to
+  // InferWindowOutputShape, where InferReduceShape takes to_apply's result types.
   std::vector<Shape> results;
-  for (PrimitiveType t : types) results.push_back(Shape::Array(t, dims));
+  for (const Shape* init : inits) results.push_back(Shape::Array(init->element_type(), dims));
   return TupleIfMany(std::move(results));
 }
 

@@ -208,6 +208,23 @@ TEST(ShapeInference, ReduceWindowCumsumKeepsShape) {
                                          "bf16[4,512]); got no window"));
 }
 
+TEST(ShapeInference, ReduceWindowTakesItsElementTypeFromTheInitValue) {
+  // XLA's InferReduceWindowShape: InferWindowOutputShape(operand, window,
+  // init_value_shape.element_type()). An f32 reducer over f32 data with a bf16 init (fp
+  // precision may differ) gives bf16, not the reducer's f32 as reduce would
+  // (algebraic_simplifier_test__059 in XLA's suite).
+  TestModule m;
+  Computation* add = m.ScalarBinary("add", "f32");
+  HloBuilder b = m.Entry();
+  Instruction* x = b.Parameter(0, "f32[32,8]");
+  Instruction* init = b.Parameter(1, "bf16[]");
+  Instruction* rw = b.Add(Opcode::kReduceWindow, "bf16[32,8]", {x, init});
+  WindowDimension unit;
+  rw->mutable_attributes()->window = std::vector<WindowDimension>{unit, unit};
+  rw->set_to_apply(add);
+  EXPECT_THAT(InferShape(*rw), InfersShape("bf16[32,8]"));
+}
+
 TEST(ShapeInference, WindowedOpsOnAScalarTakeNoWindow) {
   // XLA's hlo_parser_test R4UnitWindowScalar / SelectAndScatterScalar: no `window=` is the
   // empty window, which is a rank-0 window, so a scalar input gives a scalar result.
