@@ -161,6 +161,146 @@ TEST(HloParserInference, RefusesShapesThatDependOnThemselves) {
                                  "cycle through")));
 }
 
+// --- the layouts of inferred shapes: those XLA's ShapeInference gives (a shape without a
+// layout stands for the default one, as in XLA's parser) ---
+
+std::string WithLayout(const Module& module, absl::string_view name) {
+  return Find(module, name).shape().ToString();
+}
+
+TEST(HloParserInferredLayouts, ElementwiseResultsKeepTheOperandLayout) {
+  // XLA's InferUnaryOpShape returns the operand's shape, InferElementwiseBinaryOpShape the
+  // lhs's, InferClampShape the operand's, each through ShapeUtil::ChangeElementType, which
+  // keeps the element size E(n) only for a sub-byte result.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = s4[2,3]{0,1:T(2,128)(4,1)E(4)S(1)} parameter(0)
+  q = s4[2,3]{1,0} parameter(1)
+  f = f32[2,3]{0,1:T(8,128)} parameter(2)
+  n = negate(p)
+  a = add(q, p)
+  c = compare(p, q), direction=LT
+  k = clamp(q, p, q)
+  i = is-finite(f)
+  d = f32[2,3]{1,0} negate(f)
+  ROOT r = tuple(n, a, c, k, i, d)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(WithLayout(*module, "n"), "s4[2,3]{0,1:T(2,128)(4,1)E(4)S(1)}");
+  EXPECT_EQ(WithLayout(*module, "a"), "s4[2,3]{1,0}");                      // the lhs's
+  EXPECT_EQ(WithLayout(*module, "c"), "pred[2,3]{0,1:T(2,128)(4,1)S(1)}");  // E(4) dropped
+  EXPECT_EQ(WithLayout(*module, "k"), "s4[2,3]{0,1:T(2,128)(4,1)E(4)S(1)}");
+  EXPECT_EQ(WithLayout(*module, "i"), "pred[2,3]{0,1:T(8,128)}");
+  EXPECT_EQ(WithLayout(*module, "d"), "f32[2,3]{1,0}");  // written: kept as written
+  // The tuple is MakeTupleShape of its operands, layouts included.
+  EXPECT_EQ(WithLayout(*module, "r"),
+            "(s4[2,3]{0,1:T(2,128)(4,1)E(4)S(1)}, s4[2,3]{1,0}, pred[2,3]{0,1:T(2,128)(4,1)S(1)}, "
+            "s4[2,3]{0,1:T(2,128)(4,1)E(4)S(1)}, pred[2,3]{0,1:T(8,128)}, f32[2,3]{1,0})");
+  PERFSIM_EXPECT_OK(VerifyModule(*module));
+}
+
+TEST(HloParserInferredLayouts, TransposePermutesTheOperandLayout) {
+  // XLA's InferTransposeShape is ShapeUtil::PermuteDimensions: result dimension j is operand
+  // dimension dimensions[j] and keeps its place in minor_to_major; tiles stay. Of a default
+  // {2,1,0} with dimensions={1,2,0}: operand dims 2, 1, 0 are result dims 1, 0, 2.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[2,3,4] parameter(0)
+  q = f32[2,3]{0,1:T(8,128)} parameter(1)
+  t = transpose(p), dimensions={1,2,0}
+  u = transpose(q), dimensions={1,0}
+  v = transpose(p), dimensions={0,1,2}
+  ROOT r = tuple(t, u, v)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(WithLayout(*module, "t"), "f32[3,4,2]{1,0,2}");
+  EXPECT_EQ(WithLayout(*module, "u"), "f32[3,2]{1,0:T(8,128)}");
+  EXPECT_EQ(WithLayout(*module, "v"), "f32[2,3,4]");  // the default, left implicit
+}
+
+TEST(HloParserInferredLayouts, SelectTakesThePredicateLayoutAndOnTrueElementSize) {
+  // XLA's InferSelectShape: ChangeElementType of the predicate's shape (on_true's for a
+  // scalar predicate), then on_true's element_size_in_bits (hlo_verifier_test__056).
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  a = s4[10]{0:E(4)} parameter(0)
+  b = s4[10]{0:E(4)} parameter(1)
+  pr = pred[10] parameter(2)
+  f = f32[2,3]{0,1} parameter(3)
+  pt = pred[2,3]{1,0:T(8,128)} parameter(4)
+  s = select(pr, a, b)
+  t = select(pt, f, f)
+  u = select(pred[] constant(true), f, f)
+  ROOT r = tuple(s, t, u)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(WithLayout(*module, "s"), "s4[10]{0:E(4)}");
+  EXPECT_EQ(WithLayout(*module, "t"), "f32[2,3]{1,0:T(8,128)}");
+  EXPECT_EQ(WithLayout(*module, "u"), "f32[2,3]{0,1}");
+}
+
+TEST(HloParserInferredLayouts, CallConditionalWhileAndGetTupleElementPassLayoutsThrough) {
+  // XLA: a call is its callee's result, a conditional its first branch's, a while its init
+  // value's (not the body's root), a get-tuple-element the element (while_loop_unroller_test
+  // __009: `call(while)` of a root `s32[]{:T(128)}`).
+  auto module = Parse(R"(HloModule m
+b0 { x = f32[2,3]{0,1} parameter(0) ROOT n = f32[2,3]{0,1:T(8,128)} negate(x) }
+b1 { x = f32[2,3]{0,1} parameter(0) ROOT n = f32[2,3]{1,0} negate(x) }
+cond { x = f32[2,3]{1,0} parameter(0) ROOT c = pred[] constant(false) }
+body { x = f32[2,3]{1,0} parameter(0) ROOT n = f32[2,3]{1,0:T(2,128)} negate(x) }
+ENTRY e {
+  p = f32[2,3]{0,1:T(8,128)S(2)} parameter(0)
+  i = s32[] parameter(1)
+  cl = call(p), to_apply=b0
+  k = conditional(i, p, p), branch_computations={b1, b0}
+  w = while(p), condition=cond, body=body
+  t = tuple(p, i)
+  g = get-tuple-element(t), index=0
+  ROOT r = tuple(cl, k, w, g)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(WithLayout(*module, "cl"), "f32[2,3]{0,1:T(8,128)}");
+  EXPECT_EQ(WithLayout(*module, "k"), "f32[2,3]{1,0}");
+  EXPECT_EQ(WithLayout(*module, "w"), "f32[2,3]{0,1:T(8,128)S(2)}");
+  EXPECT_EQ(WithLayout(*module, "g"), "f32[2,3]{0,1:T(8,128)S(2)}");
+}
+
+TEST(HloParserInferredLayouts, NewShapesTakeTheDefaultLayout) {
+  // reduce, reduce-window, pad, concatenate, dot, ... build their result with
+  // ShapeUtil::MakeShape: the default layout, whatever the operands'.
+  auto module = Parse(R"(HloModule m
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = add(a, b) }
+ENTRY e {
+  p = f32[2,3]{0,1:T(8,128)} parameter(0)
+  z = f32[] parameter(1)
+  r = reduce(p, z), dimensions={0}, to_apply=add
+  w = reduce-window(p, z), window={size=1x1}, to_apply=add
+  c = concatenate(p, p), dimensions={0}
+  d = dot(p, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT t = tuple(r, w, c, d)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(WithLayout(*module, "r"), "f32[3]");
+  EXPECT_EQ(WithLayout(*module, "w"), "f32[2,3]");
+  EXPECT_EQ(WithLayout(*module, "c"), "f32[4,3]");
+  EXPECT_EQ(WithLayout(*module, "d"), "f32[3,3]");
+}
+
+TEST(HloParserInferredShapes, ReduceWindowTakesTheInitValueElementType) {
+  // XLA's InferReduceWindowShape: the init value's element type, bf16 here, though the
+  // reducer is f32 (algebraic_simplifier_test__059).
+  auto module = Parse(R"(HloModule m
+fn { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4,6] parameter(0)
+  z = bf16[] constant(5)
+  ROOT r = reduce-window(x, z), window={size=2x2}, to_apply=fn
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(ShapeOf(*module, "r"), "bf16[3,5]");
+  PERFSIM_EXPECT_OK(VerifyModule(*module));
+}
+
 TEST(HloParserNested, AddsNestedInstructionsBeforeTheirUserWithAnonNames) {
   auto module = Parse(R"(HloModule m
 ENTRY e {
