@@ -122,6 +122,23 @@ absl::StatusOr<Value> AllocateBuffer(DeviceEvaluator& ev, const Instruction& ins
   return Value::Array(std::move(buffer));
 }
 
+// "Pin" turns an array into XLA's buffer type `b(...)`, "Unpin" a buffer back into its array;
+// the custom-calls between them update the buffer in place. The interpreter holds a buffer as
+// its array, so both are the identity on the data (XLA:GPU emits no work for them either).
+absl::StatusOr<Value> PinOrUnpin(DeviceEvaluator& ev, const Instruction& instruction,
+                                 OperandValues operands) {
+  const Shape& result = StripBuffer(instruction.shape());
+  if (operands.size() != 1 || !operands[0]->is_array() || !result.IsArray() ||
+      operands[0]->array_shape().element_type() != result.element_type() ||
+      operands[0]->array_shape().dimensions() != result.dimensions()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected one operand holding the result's array ", result.ToString(false), "; got ",
+        operands.size() == 1 ? operands[0]->shape().ToString(false)
+                             : absl::StrCat(operands.size(), " operands")));
+  }
+  return *operands[0];
+}
+
 bool IsShardingTarget(absl::string_view target) {
   return target == "Sharding" || target == "SPMDFullToShardShape" ||
          target == "SPMDShardToFullShape";
@@ -565,6 +582,8 @@ Registry& GetRegistry() {
     auto* r = new Registry;
     r->targets[std::string(kAllocateBufferTarget)] = AllocateBuffer;
     r->targets["Sharding"] = &ShardingIdentity;
+    r->targets["Pin"] = &PinOrUnpin;
+    r->targets["Unpin"] = &PinOrUnpin;
     r->targets["TopK"] = TopKCustomCall;
     r->targets["SPMDFullToShardShape"] = &ShardingIdentity;
     r->targets["SPMDShardToFullShape"] = &ShardingIdentity;

@@ -240,6 +240,7 @@ absl::Status DispatchElementType(PrimitiveType type, absl::string_view where, F&
     case P::kTuple:
     case P::kOpaque:
     case P::kToken:
+    case P::kBuffer:
     case P::kInvalid:
       break;
   }

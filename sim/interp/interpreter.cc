@@ -46,6 +46,12 @@ absl::Status CheckInputs(const Computation& entry, const std::vector<Literal>& i
       return absl::InvalidArgumentError(absl::StrCat(
           entry.name(), ": expected parameters numbered 0..n-1; parameter ", p, " is missing"));
     }
+    if (ContainsBuffer(param->shape())) {
+      return absl::UnimplementedError(absl::StrCat(
+          "parameter ", param->name(), " of ", entry.name(), " has a buffer type (",
+          param->shape().ToString(false),
+          "): the interpreter takes arrays as inputs; Pin them inside the module instead"));
+    }
     if (!SameShapeIgnoringLayout(param->shape(), inputs[p].shape())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input ", p, " for device ", set, " (parameter ", param->name(), "): expected ",

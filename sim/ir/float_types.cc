@@ -235,6 +235,7 @@ std::optional<FloatFormat> GetNarrowFloatFormat(PrimitiveType type) {
     case PrimitiveType::kTuple:
     case PrimitiveType::kOpaque:
     case PrimitiveType::kToken:
+    case PrimitiveType::kBuffer:
       return std::nullopt;
   }
   return std::nullopt;

@@ -614,6 +614,7 @@ absl::Status HloParser::FinishModule(Module* module) {
 
 bool HloParser::AtShapeStart() {
   if (At(TokenKind::kLparen)) return true;
+  if (AtBufferShapeStart()) return true;
   // Element types are tokens of their own, as in XLA's lexer: `s32 [4]` is `s32[4]`.
   return At(TokenKind::kIdentifier) && ParsePrimitiveType(tok_.text).has_value() &&
          PeekToken().kind == TokenKind::kLsquare;
@@ -625,8 +626,26 @@ absl::Status HloParser::ValidateShapeAt(const Shape& shape, SourceLocation locat
   return ErrorAt(location, status.message());
 }
 
+// `b(f32[16])`: `b` is a buffer only right before `(` (an instruction may be named `b`).
+bool HloParser::AtBufferShapeStart() {
+  return At(TokenKind::kIdentifier) && tok_.text == "b" && PeekToken().kind == TokenKind::kLparen;
+}
+
 absl::StatusOr<Shape> HloParser::ParseShape() {
   PERFSIM_RETURN_IF_ERROR(EnterNesting());
+  if (AtBufferShapeStart()) {
+    Advance();
+    Advance();
+    const SourceLocation location = LocationOf(tok_);
+    PERFSIM_ASSIGN_OR_RETURN(Shape array, ParseShape());
+    if (!array.IsArray()) {
+      return ErrorAt(location,
+                     absl::StrCat("expected an array shape in b(...); got ", array.ToString()));
+    }
+    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRparen, "')' after a buffer's array shape"));
+    LeaveNesting();
+    return Shape::Buffer(std::move(array));
+  }
   if (At(TokenKind::kLparen)) {
     Advance();
     std::vector<Shape> elements;

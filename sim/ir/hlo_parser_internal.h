@@ -166,6 +166,7 @@ class HloParser {
 
   // --- shapes (hlo_parser.cc) ---
   bool AtShapeStart();
+  bool AtBufferShapeStart();
   absl::StatusOr<Shape> ParseShape();
   absl::Status ParseLayout(Shape* shape);
   bool LayoutFollows();

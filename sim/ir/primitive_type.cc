@@ -39,8 +39,9 @@ absl::string_view PrimitiveTypeName(PrimitiveType type) {
 
 std::optional<PrimitiveType> ParsePrimitiveType(absl::string_view spelling) {
   for (const TypeInfo& info : kTypeInfos) {
-    // "tuple" and "opaque" are not element types one can write in a shape.
-    if (info.type == PrimitiveType::kTuple) continue;
+    // "tuple" is not an element type one can write in a shape, and "b" is only a buffer's
+    // prefix `b(` (HloParser::ParseShape), never an element type.
+    if (info.type == PrimitiveType::kTuple || info.type == PrimitiveType::kBuffer) continue;
     if (info.spelling == spelling) return info.type;
   }
   return std::nullopt;

@@ -13,7 +13,9 @@
 namespace perfsim {
 
 // X(enum, spelling, bits, kind). kind: 'p' pred, 's' signed int, 'u' unsigned int,
-// 'f' floating, 'c' complex, 'x' not an array element (tuple, token, opaque).
+// 'f' floating, 'c' complex, 'x' not an array element (tuple, token, opaque, buffer).
+// A buffer, written `b(f32[16])`, is XLA's mutable-buffer type: an array that custom-calls
+// update in place between a "Pin" and an "Unpin" (xla_data.proto BUFFER = 34).
 #define PERFSIM_PRIMITIVE_TYPES(X)      \
   X(kPred, "pred", 8, 'p', 1)           \
   X(kS8, "s8", 8, 's', 2)               \
@@ -48,6 +50,7 @@ namespace perfsim {
   X(kU1, "u1", 1, 'u', 31)              \
   X(kF4E2M1FN, "f4e2m1fn", 4, 'f', 32)  \
   X(kF8E8M0FNU, "f8e8m0fnu", 8, 'f', 33) \
+  X(kBuffer, "b", 0, 'x', 34)           \
   X(kF6E3M2FN, "f6e3m2fn", 6, 'f', 35)  \
   X(kF6E2M3FN, "f6e2m3fn", 6, 'f', 36)
 
@@ -78,7 +81,7 @@ bool IsUnsignedInteger(PrimitiveType type);
 inline bool IsInteger(PrimitiveType type) {
   return IsSignedInteger(type) || IsUnsignedInteger(type);
 }
-// True for types an array can hold (everything but tuple, token, opaque and invalid).
+// True for types an array can hold (everything but tuple, token, opaque, buffer and invalid).
 bool IsArrayType(PrimitiveType type);
 
 }  // namespace perfsim

@@ -64,6 +64,13 @@ Shape Shape::Tuple(std::vector<Shape> elements) {
   return shape;
 }
 
+Shape Shape::Buffer(Shape array) {
+  Shape shape;
+  shape.element_type_ = PrimitiveType::kBuffer;
+  shape.tuple_shapes_.push_back(std::move(array));
+  return shape;
+}
+
 Shape Shape::Token() {
   Shape shape;
   shape.element_type_ = PrimitiveType::kToken;
@@ -71,7 +78,7 @@ Shape Shape::Token() {
 }
 
 bool Shape::is_static() const {
-  if (IsTuple()) {
+  if (IsTuple() || IsBuffer()) {
     return std::all_of(tuple_shapes_.begin(), tuple_shapes_.end(),
                        [](const Shape& s) { return s.is_static(); });
   }
@@ -87,7 +94,7 @@ int64_t Shape::ElementCount() const {
 }
 
 int64_t Shape::ByteSize() const {
-  if (IsTuple()) {
+  if (IsTuple() || IsBuffer()) {
     int64_t total = 0;
     for (const Shape& s : tuple_shapes_) total += s.ByteSize();
     return total;
@@ -113,6 +120,7 @@ std::string Shape::ToString(bool print_layout) const {
     return out;
   }
   if (IsToken()) return "token[]";
+  if (IsBuffer()) return absl::StrCat("b(", buffer_shape().ToString(print_layout), ")");
   std::string out = absl::StrCat(PrimitiveTypeName(element_type_), "[");
   for (size_t i = 0; i < dimensions_.size(); ++i) {
     if (i > 0) absl::StrAppend(&out, ",");
@@ -129,7 +137,7 @@ std::string Shape::ToString(bool print_layout) const {
 
 bool SameShapeIgnoringLayout(const Shape& a, const Shape& b) {
   if (a.element_type() != b.element_type()) return false;
-  if (a.IsTuple()) {
+  if (a.IsTuple() || a.IsBuffer()) {
     if (a.tuple_size() != b.tuple_size()) return false;
     for (int64_t i = 0; i < a.tuple_size(); ++i) {
       if (!SameShapeIgnoringLayout(a.tuple_shapes(i), b.tuple_shapes(i))) return false;
@@ -137,6 +145,17 @@ bool SameShapeIgnoringLayout(const Shape& a, const Shape& b) {
     return true;
   }
   return a.dimensions() == b.dimensions();
+}
+
+const Shape& StripBuffer(const Shape& shape) {
+  return shape.IsBuffer() ? shape.buffer_shape() : shape;
+}
+
+bool ContainsBuffer(const Shape& shape) {
+  if (shape.IsBuffer()) return true;
+  if (!shape.IsTuple()) return false;
+  return std::any_of(shape.tuple_shapes().begin(), shape.tuple_shapes().end(),
+                     [](const Shape& element) { return ContainsBuffer(element); });
 }
 
 bool SameDimensions(const Shape& a, const Shape& b) { return a.dimensions() == b.dimensions(); }
@@ -157,6 +176,13 @@ absl::Status ValidateShape(const Shape& shape) {
     return absl::OkStatus();
   }
   if (shape.IsToken() || shape.element_type() == PrimitiveType::kOpaque) return absl::OkStatus();
+  if (shape.IsBuffer()) {
+    if (shape.tuple_size() != 1 || !shape.buffer_shape().IsArray()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(shape.ToString(), ": expected a buffer of an array"));
+    }
+    return ValidateShape(shape.buffer_shape());
+  }
   if (!shape.IsArray()) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape: expected an array, tuple or token; got element type ",

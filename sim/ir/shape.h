@@ -6,6 +6,7 @@
 //   f32[1024,512]{1,0:T(8,128)(2,1)S(3)}  TPU tiled layout in memory space 3
 //   s4[16]{0:E(4)}                        sub-byte element size
 //   (f32[2]{0}, (s32[], token[]))         tuples, nested
+//   b(f32[16]{0})                         a buffer: XLA's mutable array between Pin and Unpin
 //
 // A Shape keeps the layout exactly as written (or none) so that printing reproduces the text.
 // Dimension sizes are in elements; byte sizes assume dense packing at ByteWidth per element.
@@ -61,11 +62,18 @@ class Shape {
   static Shape Scalar(PrimitiveType type) { return Array(type, {}); }
   static Shape Tuple(std::vector<Shape> elements);
   static Shape Token();
+  // `b(array)`: XLA's buffer type, the mutable array that custom-calls update in place between
+  // a "Pin" and an "Unpin". It is not an array: elementwise and data ops refuse it; it passes
+  // through tuples, parameters, while loops and custom-calls. `array` must be an array shape.
+  static Shape Buffer(Shape array);
 
   PrimitiveType element_type() const { return element_type_; }
   bool IsTuple() const { return element_type_ == PrimitiveType::kTuple; }
   bool IsToken() const { return element_type_ == PrimitiveType::kToken; }
   bool IsArray() const { return IsArrayType(element_type_); }
+  bool IsBuffer() const { return element_type_ == PrimitiveType::kBuffer; }
+  // The array a buffer holds. Call only when IsBuffer().
+  const Shape& buffer_shape() const { return tuple_shapes_[0]; }
   bool IsScalar() const { return IsArray() && dimensions_.empty(); }
 
   int64_t rank() const { return static_cast<int64_t>(dimensions_.size()); }
@@ -97,14 +105,14 @@ class Shape {
   // ValidateShape, whose element counts are known not to overflow.
   int64_t ElementCount() const;
   // Dense size in bytes: ElementCount * ByteWidth for arrays (sub-byte types rounded up per
-  // element), the sum over elements for tuples, 0 for tokens.
+  // element), the sum over elements for tuples, the array's for a buffer, 0 for tokens.
   int64_t ByteSize() const;
 
   // Structural equality including layouts.
   bool operator==(const Shape& other) const;
   bool operator!=(const Shape& other) const { return !(*this == other); }
 
-  // "f32[8,128]{1,0}"; with print_layout=false, "f32[8,128]".
+  // "f32[8,128]{1,0}"; with print_layout=false, "f32[8,128]". A buffer: "b(f32[16]{0})".
   std::string ToString(bool print_layout = true) const;
 
  private:
@@ -112,12 +120,18 @@ class Shape {
   std::vector<int64_t> dimensions_;
   std::vector<bool> dynamic_;
   std::optional<Layout> layout_;
-  std::vector<Shape> tuple_shapes_;
+  std::vector<Shape> tuple_shapes_;  // A tuple's elements, or a buffer's one array.
 };
 
-// Same element types and dimensions (recursively for tuples), layouts ignored. Dynamic
-// dimensions compare by their bound.
+// Same element types and dimensions (recursively for tuples and buffers), layouts ignored.
+// Dynamic dimensions compare by their bound.
 bool SameShapeIgnoringLayout(const Shape& a, const Shape& b);
+
+// `b(f32[16])` -> `f32[16]`; any other shape as it is.
+const Shape& StripBuffer(const Shape& shape);
+
+// True if `shape` is a buffer or a tuple with one somewhere inside.
+bool ContainsBuffer(const Shape& shape);
 
 // Same dimensions, element type and layouts ignored.
 bool SameDimensions(const Shape& a, const Shape& b);

@@ -6,7 +6,14 @@
 //   ((operand shapes...), <called computation's root shape>, context...)
 // where the context elements (e.g. `s32[]`, `u32[]`) are backend-defined and taken as
 // declared; copy-start's is (operand, operand, u32[]).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "sim/ir/shape_inference.h"
 #include "sim/ir/shape_inference_internal.h"
 #include "sim/util/status.h"
@@ -220,9 +227,161 @@ absl::StatusOr<Shape> InferAfterAllShape(const Instruction& /*instruction*/) {
   return Shape::Token();
 }
 
-// custom-call is opaque: its result is what it declares, as long as that is well formed.
+namespace {
+
+// One entry of custom-call's `output_to_operand_aliasing={{1}: (0, {}), ...}`: the result's
+// subshape at `output` is the buffer of operand `operand`'s subshape at `operand_index`.
+struct Alias {
+  std::vector<int64_t> output;
+  int64_t operand = 0;
+  std::vector<int64_t> operand_index;
+};
+
+// A tiny reader over the attribute's verbatim text, whitespace skipped.
+class AliasReader {
+ public:
+  explicit AliasReader(absl::string_view text) : text_(text) {}
+
+  // `{` [entry (`,` entry)*] `}` and nothing after; nullopt when the text is not of that form.
+  std::optional<std::vector<Alias>> ReadAll() {
+    std::vector<Alias> aliases;
+    if (!Eat('{')) return std::nullopt;
+    if (!Eat('}')) {
+      do {
+        Alias alias;
+        if (!ReadIndex(&alias.output) || !Eat(':') || !Eat('(') || !ReadInt(&alias.operand) ||
+            !Eat(',') || !ReadIndex(&alias.operand_index) || !Eat(')')) {
+          return std::nullopt;
+        }
+        aliases.push_back(std::move(alias));
+      } while (Eat(','));
+      if (!Eat('}')) return std::nullopt;
+    }
+    SkipSpace();
+    if (pos_ != text_.size()) return std::nullopt;
+    return aliases;
+  }
+
+ private:
+  void SkipSpace() {
+    while (pos_ < text_.size() && absl::ascii_isspace(static_cast<unsigned char>(text_[pos_]))) {
+      ++pos_;
+    }
+  }
+  bool Eat(char c) {
+    SkipSpace();
+    if (pos_ >= text_.size() || text_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  // A non-negative decimal of at most 18 digits (so it cannot overflow).
+  bool ReadInt(int64_t* value) {
+    SkipSpace();
+    const size_t start = pos_;
+    *value = 0;
+    while (pos_ < text_.size() && absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_])) &&
+           pos_ - start < 18) {
+      *value = *value * 10 + (text_[pos_] - '0');
+      ++pos_;
+    }
+    return pos_ > start && (pos_ >= text_.size() || !absl::ascii_isdigit(text_[pos_]));
+  }
+  // `{` [int (`,` int)*] `}`
+  bool ReadIndex(std::vector<int64_t>* index) {
+    if (!Eat('{')) return false;
+    if (Eat('}')) return true;
+    do {
+      int64_t i = 0;
+      if (!ReadInt(&i)) return false;
+      index->push_back(i);
+    } while (Eat(','));
+    return Eat('}');
+  }
+
+  absl::string_view text_;
+  size_t pos_ = 0;
+};
+
+// The subshape of `shape` at `index` (tuple elements only), or nullptr when it has none.
+const Shape* Subshape(const Shape& shape, const std::vector<int64_t>& index) {
+  const Shape* current = &shape;
+  for (int64_t i : index) {
+    if (!current->IsTuple() || i >= current->tuple_size()) return nullptr;
+    current = &current->tuple_shapes(i);
+  }
+  return current;
+}
+
+std::string IndexText(const std::vector<int64_t>& index) {
+  return absl::StrCat("{", absl::StrJoin(index, ","), "}");
+}
+
+// XLA's ShapeVerifier::HandleCustomCall on output_to_operand_aliasing: every alias names an
+// operand and valid shape indices on both sides, and (unless the frontend attribute
+// xla_skip_custom_call_alias_shape_check is set) the two subshapes are equal, layouts and
+// dynamic sizes ignored. "Pin" and "Unpin" turn an array into its buffer and back, so for them
+// `b(f32[16])` aliases `f32[16]` (XLA's Shape::Equal().IgnoreBuffer()).
+absl::Status CheckOutputToOperandAliasing(const Instruction& instruction) {
+  const InstructionAttributes& attributes = instruction.attributes();
+  const std::string* text = nullptr;
+  for (const auto& [key, value] : attributes.other) {
+    if (key == "output_to_operand_aliasing") text = &value;
+  }
+  if (text == nullptr) return absl::OkStatus();
+  const std::optional<std::vector<Alias>> aliases = AliasReader(*text).ReadAll();
+  if (!aliases.has_value()) {
+    return InferError(instruction,
+                      "output_to_operand_aliasing={{output index}: (operand, {operand index}), "
+                      "...}",
+                      *text);
+  }
+  const bool ignore_buffer = attributes.custom_call_target == "Pin" ||
+                             attributes.custom_call_target == "Unpin";
+  const bool skip_shape_check =
+      absl::StrContains(attributes.frontend_attributes, "xla_skip_custom_call_alias_shape_check");
+  for (const Alias& alias : *aliases) {
+    if (alias.operand >= instruction.operand_count()) {
+      return InferError(instruction,
+                        absl::StrCat("an aliased operand number below ",
+                                     instruction.operand_count()),
+                        absl::StrCat(alias.operand));
+    }
+    const Shape& operand = instruction.operand(alias.operand)->shape();
+    const Shape* operand_subshape = Subshape(operand, alias.operand_index);
+    if (operand_subshape == nullptr) {
+      return InferError(instruction,
+                        absl::StrCat("an aliased shape index of operand ", alias.operand, " (",
+                                     ShapeText(operand), ")"),
+                        IndexText(alias.operand_index));
+    }
+    const Shape* output_subshape = Subshape(instruction.shape(), alias.output);
+    if (output_subshape == nullptr) {
+      return InferError(instruction,
+                        absl::StrCat("an aliased shape index of the result (",
+                                     ShapeText(instruction.shape()), ")"),
+                        IndexText(alias.output));
+    }
+    if (skip_shape_check) continue;
+    const Shape& a = ignore_buffer ? StripBuffer(*output_subshape) : *output_subshape;
+    const Shape& b = ignore_buffer ? StripBuffer(*operand_subshape) : *operand_subshape;
+    if (!SameShapeIgnoringLayout(a, b)) {
+      return InferError(instruction,
+                        absl::StrCat("result ", IndexText(alias.output), " aliased to operand ",
+                                     alias.operand, " ", IndexText(alias.operand_index),
+                                     " to have its shape ", ShapeText(*operand_subshape)),
+                        ShapeText(*output_subshape));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// custom-call is opaque: its result is what it declares, as long as that is well formed and
+// agrees with the operands it says it aliases.
 absl::StatusOr<Shape> InferCustomCallShape(const Instruction& instruction) {
   PERFSIM_RETURN_IF_ERROR(Annotate(ValidateShape(instruction.shape()), instruction.name()));
+  PERFSIM_RETURN_IF_ERROR(CheckOutputToOperandAliasing(instruction));
   return instruction.shape();
 }
 

@@ -255,5 +255,56 @@ TEST(InterpBackendConfig, ReadsTopLevelFieldsOfEitherForm) {
   EXPECT_THAT(interp::JsonIntField(R"("{\"group_offset\":2}")", "group_offset"), Optional(2));
 }
 
+TEST(InterpPinUnpin, CarryABufferThroughAWhileLoop) {
+  // XLA's buffer type: Pin [1, 2] into b(s32[2]), then three iterations each Unpin, double and
+  // Pin again: [1, 2] * 2^3 = [8, 16].
+  constexpr char kHlo[] = R"(
+HloModule m
+cond {
+  param = (s32[], b(s32[2])) parameter(0)
+  count = s32[] get-tuple-element(param), index=0
+  ROOT lt = pred[] compare(count, s32[] constant(3)), direction=LT
+}
+body {
+  param = (s32[], b(s32[2])) parameter(0)
+  count = s32[] get-tuple-element(param), index=0
+  b3 = b(s32[2]) get-tuple-element(param), index=1
+  v0 = s32[2] custom-call(b3), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+  v1 = s32[2] add(v0, v0)
+  b6 = b(s32[2]) custom-call(v1), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  ROOT result = (s32[], b(s32[2])) tuple(s32[] add(count, s32[] constant(1)), b6)
+}
+ENTRY e {
+  init = s32[2] parameter(0)
+  b0 = b(s32[2]) custom-call(init), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  w = (s32[], b(s32[2])) while((s32[], b(s32[2])) tuple(s32[] constant(0), b0)), condition=cond, body=body
+  b1 = b(s32[2]) get-tuple-element(w), index=1
+  ROOT v = s32[2] custom-call(b1), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out, Run1(kHlo, {S32({2}, {1, 2})}));
+  EXPECT_THAT(Values(out[0]), ElementsAre(8, 16));
+}
+
+TEST(InterpPinUnpin, RefusesBufferTypedInputsAndUnknownInPlaceUpdates) {
+  // Entry parameters are arrays the caller passes; a buffer-typed one is refused up front.
+  EXPECT_THAT(Run1(R"(HloModule m
+ENTRY e {
+  p = b(s32[2]) parameter(0)
+  ROOT v = s32[2] custom-call(p), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+})",
+                   {S32({2}, {1, 2})}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("has a buffer type")));
+  // The in-place update between Pin and Unpin is a backend's kernel the interpreter lacks.
+  EXPECT_THAT(Run1(R"(HloModule m
+ENTRY e {
+  p = s32[2] parameter(0)
+  b0 = b(s32[2]) custom-call(p), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  b1 = b(s32[2]) custom-call(b0), custom_call_target="xla.gpu.add_one", output_to_operand_aliasing={{}: (0, {})}
+  ROOT v = s32[2] custom-call(b1), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+})",
+                   {S32({2}, {1, 2})}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("got 'xla.gpu.add_one'")));
+}
+
 }  // namespace
 }  // namespace perfsim
