@@ -152,23 +152,21 @@ add {
 ENTRY main {
   x = f32[256]{0} parameter(0)
   cross_replica = f32[256]{0} all-reduce(x), replica_groups={{0,1}}, to_apply=add
-  cross_partition = f32[256]{0} all-reduce(x), channel_id=1, replica_groups={{0,1,2,3}}, to_apply=add
+  replica_and_partition = f32[256]{0} all-reduce(x), channel_id=1, replica_groups={{0},{1}}, to_apply=add
   global = f32[256]{0} all-reduce(x), channel_id=2, replica_groups=[2,4]<=[4,2]T(1,0), use_global_device_ids=true, to_apply=add
-  start = f32[256]{0} all-reduce-start(x), channel_id=3, replica_groups={{0,1,2,3}}, to_apply=add
+  start = f32[256]{0} all-reduce-start(x), channel_id=3, replica_groups={{0},{1}}, to_apply=add
   done = f32[256]{0} all-reduce-done(start)
-  ags = (f32[256]{0}, f32[1024]{0}) all-gather-start(x), channel_id=4, replica_groups={{0,1,2,3}}, dimensions={0}
+  ags = (f32[256]{0}, f32[1024]{0}) all-gather-start(x), channel_id=4, replica_groups={{0},{1}}, dimensions={0}
   agd = f32[1024]{0} all-gather-done(ags)
   bad = f32[256]{0} all-reduce(x), channel_id=5, replica_groups={{0,9}}, use_global_device_ids=true, to_apply=add
   ROOT sum = f32[256]{0} add(x, x)
 }
 )";
 
-// TODO(issue 15): disabled. kModes gives all-reduce / all-gather with a channel_id, no
-// use_global_device_ids and replica_groups={{0,1,2,3}} on 2 replicas, which this test costed as
-// cross-partition groups. XLA's mode for them is cross-replica-and-partition (ids are replica
-// ids, below 2), which perfsim now follows (sim/ir/collective_groups.h), so the module is
-// invalid; the costs must be re-derived for a module in each of XLA's modes.
-TEST(HloCollectives, DISABLED_ReplicaGroupIdModes) {
+// The three modes an all-reduce can be in (XLA's CollectiveOpGroupMode,
+// sim/ir/collective_groups.h): no channel_id: replica ids; a channel_id and no
+// use_global_device_ids: replica ids, each group taking every partition; global device ids.
+TEST(HloCollectives, ReplicaGroupIdModes) {
   // 8 devices as 2 replicas x 4 partitions (device = replica * 4 + partition) on an open line
   // of 8 (test 2D chip, "8x1": x of 8 does not wrap at multiples of 16). 1 KiB all-reduce.
   const Topology t = MustTopology(TorusChip({"x", "y"}, 16, 16), "8x1");
@@ -185,10 +183,11 @@ TEST(HloCollectives, DISABLED_ReplicaGroupIdModes) {
     EXPECT_SECONDS(c.seconds, 2 * (0.5 * v / (kW / 4) + 4 * kHop));
   }
   {
-    // With channel_id ids are partitions: {0..3} of replica r is devices 4r .. 4r+3, an open
-    // line of 4: 2 * (3/4 * V / W + 3 hops).
+    // With channel_id (and no use_global_device_ids) ids are replicas and each group takes
+    // every partition: {0} is replica 0's partitions 0..3, devices 0..3, and {1} is devices
+    // 4..7; each an open line of 4: 2 * (3/4 * V / W + 3 hops).
     PERFSIM_ASSERT_OK_AND_ASSIGN(CollectiveCost c,
-                                 CostCollectiveInstruction(Find(*m, "cross_partition"), t));
+                                 CostCollectiveInstruction(Find(*m, "replica_and_partition"), t));
     EXPECT_EQ(c.num_groups, 2);
     EXPECT_SECONDS(c.seconds, 2 * (0.75 * v / kW + 3 * kHop));
     // The -start form costs the same; its -done costs nothing.
@@ -206,7 +205,8 @@ TEST(HloCollectives, DISABLED_ReplicaGroupIdModes) {
     EXPECT_SECONDS(c.seconds, 2 * (0.75 * v / (kW / 2) + 6 * kHop));
   }
   {
-    // all-gather-start of 1 KiB per device over 4: result 4 KiB, 3/4 of it over the line.
+    // all-gather-start of 1 KiB per device over the same groups of 4: result 4 KiB, 3/4 of it
+    // over the line.
     PERFSIM_ASSERT_OK_AND_ASSIGN(CollectiveCost c, CostCollectiveInstruction(Find(*m, "ags"), t));
     EXPECT_DOUBLE_EQ(c.bytes_per_device, 4096);
     EXPECT_SECONDS(c.seconds, 0.75 * 4096 / kW + 3 * kHop);
@@ -215,7 +215,7 @@ TEST(HloCollectives, DISABLED_ReplicaGroupIdModes) {
   }
   EXPECT_THAT(CostCollectiveInstruction(Find(*m, "bad"), t),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("bad: expected device ids in [0, 8); got 9")));
+                       HasSubstr("bad: replica_groups: expected global device ids in [0, 8); got 9")));
   EXPECT_THAT(CostCollectiveInstruction(Find(*m, "sum"), t),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("sum: expected a collective; got add")));
