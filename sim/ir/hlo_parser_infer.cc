@@ -7,6 +7,7 @@
 // `t = transpose(p), dimensions={1,0}` of `p = f32[2,3]{1,0}` is `f32[3,2]{0,1}` to XLA. So the
 // parser adds XLA's layouts to the shapes it infers (WithXlaLayouts); written shapes stay as
 // written. A shape without a layout stands for XLA's default (descending) one throughout.
+// One written shape XLA ignores, a send's, is rebuilt here too (XlaSendShape).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -426,6 +427,30 @@ Shape WithXlaLayouts(const Instruction& instruction, Shape shape) {
   return shape;
 }
 
+// Equal to XLA once it has given every array without a layout the default one.
+bool SameToXla(const Shape& a, const Shape& b) {
+  if (a.element_type() != b.element_type()) return false;
+  if (a.IsArray()) {
+    return a.dimensions() == b.dimensions() && a.dynamic_dimensions() == b.dynamic_dimensions() &&
+           a.EffectiveLayout() == b.EffectiveLayout();
+  }
+  if (a.tuple_shapes().size() != b.tuple_shapes().size()) return false;
+  for (size_t i = 0; i < a.tuple_shapes().size(); ++i) {
+    if (!SameToXla(a.tuple_shapes()[i], b.tuple_shapes()[i])) return false;
+  }
+  return true;
+}
+
+// XLA's parser ignores the shape written on a send: HloInstruction::CreateSend makes it
+// `(operand 0's shape, u32[], token[])`. The written one is kept where it means the same, so
+// prints keep it; otherwise (`send(token, data)`, operands swapped) XLA's replaces it, as
+// instructions inferred from the send see XLA's.
+Shape XlaSendShape(const Instruction& send) {
+  Shape xla =
+      Shape::Tuple({send.operand(0)->shape(), Shape::Scalar(PrimitiveType::kU32), Shape::Token()});
+  return SameToXla(send.shape(), xla) ? send.shape() : xla;
+}
+
 }  // namespace
 
 absl::Status HloParser::InferMissingShapes() {
@@ -435,11 +460,22 @@ absl::Status HloParser::InferMissingShapes() {
   enum class Mark : bool { kWaiting, kOnPath };
   absl::flat_hash_map<const Instruction*, Mark> unshaped;
   absl::flat_hash_map<const Instruction*, SourceLocation> locations;
-  for (const Unshaped& entry : unshaped_) {
+  std::vector<Unshaped> pending = unshaped_;
+  // Sends are reshaped too (XlaSendShape), before what is inferred from them.
+  const Computation* top_level = entry_ != nullptr ? entry_ : last_top_level_;
+  if (top_level != nullptr && top_level->parent() != nullptr) {
+    for (const auto& computation : top_level->parent()->computations()) {
+      for (const auto& instruction : computation->instructions()) {
+        if (instruction->opcode() != Opcode::kSend) continue;
+        pending.push_back({instruction.get(), instruction->location()});
+      }
+    }
+  }
+  for (const Unshaped& entry : pending) {
     unshaped.emplace(entry.instruction, Mark::kWaiting);
     locations.emplace(entry.instruction, entry.opcode_location);
   }
-  for (const Unshaped& entry : unshaped_) {
+  for (const Unshaped& entry : pending) {
     std::vector<Instruction*> stack = {entry.instruction};
     while (!stack.empty()) {
       Instruction* instruction = stack.back();
@@ -466,6 +502,10 @@ absl::Status HloParser::InferMissingShapes() {
       }
       stack.pop_back();
       unshaped.erase(it);
+      if (instruction->opcode() == Opcode::kSend) {
+        instruction->set_shape(XlaSendShape(*instruction));
+        continue;
+      }
       if (instruction->opcode() == Opcode::kBroadcast) {
         instruction->set_shape(XlaBroadcastShape(*instruction));
       }

@@ -301,6 +301,25 @@ ENTRY e {
   PERFSIM_EXPECT_OK(VerifyModule(*module));
 }
 
+TEST(HloParserInferredShapes, SendShapeIsBuiltFromItsFirstOperandAsXlaDoes) {
+  // XLA's parser ignores a send's written shape: HloInstruction::CreateSend makes it
+  // (operand 0's shape, u32[], token[]). With the operands swapped (collective_ops_utils_test
+  // __002) that is (token[], u32[], token[]), and a tuple of the send sees it. A written shape
+  // that means the same stays as written.
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  data = f32[64] parameter(0)
+  tok = token[] after-all()
+  swapped = (f32[64], u32[], token[]) send(tok, data), channel_id=2
+  right = (f32[64]{0}, u32[], token[]) send(data, tok), channel_id=3
+  ROOT r = tuple(swapped, right)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(WithLayout(*module, "swapped"), "(token[], u32[], token[])");
+  EXPECT_EQ(WithLayout(*module, "right"), "(f32[64]{0}, u32[], token[])");
+  EXPECT_EQ(WithLayout(*module, "r"), "((token[], u32[], token[]), (f32[64]{0}, u32[], token[]))");
+}
+
 TEST(HloParserNested, AddsNestedInstructionsBeforeTheirUserWithAnonNames) {
   auto module = Parse(R"(HloModule m
 ENTRY e {
