@@ -30,11 +30,12 @@ absl::StatusOr<std::vector<int64_t>> ClampedStarts(OperandValues operands, int64
   const int64_t rank = static_cast<int64_t>(dims.size());
   std::vector<int64_t> starts;
   const int64_t given = static_cast<int64_t>(operands.size()) - first;
-  if (given == rank) {
-    for (int64_t d = 0; d < rank; ++d) starts.push_back(ScalarAsInt64(*operands[first + d]));
-  } else if (given == 1 && operands[first]->array().element_count() == rank && rank != 1) {
-    // The old form: one rank-1 index array.
+  if (given == 1 && operands[first]->is_array() && operands[first]->array_shape().rank() == 1 &&
+      operands[first]->array().element_count() == rank) {
+    // XLA's older form: one rank-1 index array (on a rank-1 operand too: s32[1]).
     for (int64_t d = 0; d < rank; ++d) starts.push_back(operands[first]->array().GetAsInt64(d));
+  } else if (given == rank) {
+    for (int64_t d = 0; d < rank; ++d) starts.push_back(ScalarAsInt64(*operands[first + d]));
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("expected ", rank, " scalar start indices; got ", given));

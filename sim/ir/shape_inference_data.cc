@@ -28,12 +28,18 @@ namespace {
 absl::Status CheckStartIndices(const Instruction& instruction, int64_t first,
                                const Shape& operand) {
   const int64_t count = instruction.operand_count() - first;
-  if (count == 1 && operand.rank() != 1) {
+  // XLA's older form: one rank-1 integer array holding every start index (ShapeInference takes
+  // it whenever the first index has rank 1, so on a rank-1 operand s32[1] is this form too).
+  if (count == 1 && instruction.operand(first)->shape().IsArray() &&
+      instruction.operand(first)->shape().rank() == 1) {
     const Shape& vector = instruction.operand(first)->shape();
-    if (vector.IsArray() && vector.rank() == 1 && vector.dimensions(0) == operand.rank() &&
-        IsInteger(vector.element_type())) {
-      return absl::OkStatus();
+    if (vector.dimensions(0) != operand.rank() || !IsInteger(vector.element_type())) {
+      return InferError(instruction,
+                        absl::StrCat("start indices as one integer array of ", operand.rank(),
+                                     " elements (the rank of ", ShapeText(operand), ")"),
+                        ShapeText(vector));
     }
+    return absl::OkStatus();
   }
   if (count != operand.rank()) {
     return InferError(

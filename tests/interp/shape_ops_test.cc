@@ -60,6 +60,29 @@ ENTRY e {
   EXPECT_THAT(Values(out[0]), ElementsAre(4, 5, 8, 9));
 }
 
+TEST(InterpShape, DynamicSlicesTakeXlasOlderOneArrayForm) {
+  // One s32[1] array of start indices on a rank-1 operand (change_op_data_type_test): start 9
+  // of [0..9] with size 2 clamps to 10 - 2 = 8: [8, 9]. The update form writes [5, 6] at
+  // start [1]: [0, 5, 6, 3].
+  constexpr char kHlo[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[10] parameter(0)
+  i = s32[1] parameter(1)
+  d = f32[2] dynamic-slice(x, i), dynamic_slice_sizes={2}
+  y = f32[4] constant({0, 1, 2, 3})
+  u = f32[2] constant({5, 6})
+  j = s32[1] constant({1})
+  ROOT t = (f32[2], f32[4]) tuple(d, f32[4] dynamic-update-slice(y, u, j))
+})";
+  PERFSIM_ASSERT_OK_AND_ASSIGN(
+      std::vector<Literal> out,
+      Run1(kHlo, {F32({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), S32({1}, {9})}));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_THAT(Values(out[0]), ElementsAre(8, 9));
+  EXPECT_THAT(Values(out[1]), ElementsAre(0, 5, 6, 3));
+}
+
 TEST(InterpShape, DynamicUpdateSliceClampsStartIndices) {
   // A [2] update at start 3 of a [4] operand clamps to start 4 - 2 = 2: [0, 0, 7, 8].
   constexpr char kHlo[] = R"(

@@ -52,6 +52,32 @@ TEST(ShapeInference, DynamicSliceUsesSliceSizes) {
               FailsWith("expected 3 start indices (the rank of bf16[50,32,256]); got 2"));
 }
 
+TEST(ShapeInference, DynamicSliceTakesXlasOlderOneArrayForm) {
+  // XLA's ShapeInference takes one rank-1 integer array of `rank` start indices whenever the
+  // first index has rank 1 -- on a rank-1 operand s32[1] too (change_op_data_type_test).
+  TestModule m;
+  HloBuilder b = m.Entry();
+  Instruction* x = b.Parameter(0, "f16[10]");
+  Instruction* one = b.Parameter(1, "s32[1]");
+  Instruction* f = b.Parameter(2, "f32[1]");
+  Instruction* y = b.Parameter(3, "f32[6,4]");
+  Instruction* two = b.Parameter(4, "s64[2]");
+  Instruction* ds = b.Add(Opcode::kDynamicSlice, "f16[1]", {x, one});
+  ds->mutable_attributes()->dynamic_slice_sizes = std::vector<int64_t>{1};
+  EXPECT_THAT(InferShape(*ds), InfersShape("f16[1]"));
+  Instruction* ds2 = b.Add(Opcode::kDynamicSlice, "f32[2,4]", {y, two});
+  ds2->mutable_attributes()->dynamic_slice_sizes = std::vector<int64_t>{2, 4};
+  EXPECT_THAT(InferShape(*ds2), InfersShape("f32[2,4]"));
+  // XLA: "Dynamic slice start indices must be of integral type" (buffer_assignment_test's
+  // f32[1] start indices), and the array holds one index per dimension.
+  EXPECT_THAT(InferShape(*b.Add(Opcode::kDynamicUpdateSlice, "f16[10]", {x, x, f})),
+              FailsWith("expected start indices as one integer array of 1 elements (the rank of "
+                        "f16[10]); got f32[1]"));
+  Instruction* wrong = b.Add(Opcode::kDynamicSlice, "f32[2,4]", {y, one});
+  wrong->mutable_attributes()->dynamic_slice_sizes = std::vector<int64_t>{2, 4};
+  EXPECT_THAT(InferShape(*wrong), FailsWith("of 2 elements (the rank of f32[6,4]); got s32[1]"));
+}
+
 TEST(ShapeInference, DynamicUpdateSliceKeepsOperandShape) {
   TestModule m;
   HloBuilder b = m.Entry();
