@@ -67,7 +67,6 @@ bool ParserInfersShape(Opcode opcode) {
     case Opcode::kMultiply:
     case Opcode::kNegate:
     case Opcode::kNot:
-    case Opcode::kOptimizationBarrier:
     case Opcode::kOr:
     case Opcode::kPad:
     case Opcode::kPartitionId:
@@ -105,6 +104,9 @@ bool ParserInfersShape(Opcode opcode) {
     case Opcode::kXor:
       return true;
     // XLA could infer these but always writes their shapes, and its parser requires them.
+    // (opt-barrier is on XLA's CanInferShape list, but its parser then asks the unary-op rule,
+    // which refuses it: "Unknown operation for unary shape inference", jaxlib 0.10.2.)
+    case Opcode::kOptimizationBarrier:
     case Opcode::kAllGather:
     case Opcode::kAllGatherDone:
     case Opcode::kAllGatherStart:

@@ -143,6 +143,11 @@ TEST(HloParserInference, RefusesOpsWhoseShapeIsNeverInferredAtTheOpcode) {
   EXPECT_THAT(ParseHloModule("ENTRY e {\n  ROOT p = parameter(0)\n}"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:12: expected a result "
                                                                      "shape before 'parameter'")));
+  // opt-barrier is on XLA's CanInferShape list, yet jaxlib 0.10.2 refuses it ("Unknown
+  // operation for unary shape inference"), so perfsim asks for its shape too.
+  EXPECT_THAT(ParseHloModule("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT b = opt-barrier(p)\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("3:12: expected a result shape before 'opt-barrier'")));
 }
 
 TEST(HloParserInference, InferenceErrorsPointAtTheOpcode) {
