@@ -26,8 +26,10 @@
 #include "cli/flags.h"
 #include "fmt/format.h"
 #include "proto/report.pb.h"
+#include "sim/interp/compute_plan.h"
 #include "sim/interp/interpreter.h"
 #include "sim/interp/npy.h"
+#include "sim/interp/output_stats.h"
 #include "sim/interp/random_inputs.h"
 #include "sim/ir/attributes.h"
 #include "sim/ir/instruction.h"
@@ -41,7 +43,7 @@ namespace {
 constexpr char kRunUsage[] =
     R"(usage: perfsim run FILE.hlo [--devices N] [--seed S] [--inputs A.npy,B.npy,...]
                    [--save-outputs DIR] [--memory-budget BYTES] [--threads N]
-                   [--max-loop-iterations N] [--format table|json]
+                   [--max-loop-iterations N] [--max-flops N] [--format table|json]
 
 Runs the entry computation of an HLO module in perfsim's CPU reference interpreter and prints,
 for every output on every device: its index, shape, checksum, NaN and Inf counts and first
@@ -78,6 +80,15 @@ values. FILE may be '-' for standard input.
                      nested ones included; a run that needs more ends with exit 2 naming
                      the loop (a loop that never ends is bad input, not a hang). Default
                      1000000.
+  --max-flops N      the most FLOP of matrix ops (dot, ragged-dot, convolution, fft,
+                     cholesky, triangular-solve, the perfsim grouped-matmul calls; 2 per
+                     multiply-add, as `perfsim cost` counts them) a run may need, all devices
+                     together: 1e12 or 1000000000000. A run needing more is refused before
+                     it starts, counting each while loop's known or counted trip count (a
+                     loop the count cannot see stops when a device passes its equal share).
+                     Default 5e10, one to three seconds of the interpreter's dot kernel: a
+                     module written for an accelerator (11 TFLOP of matmuls) is refused in
+                     milliseconds instead of running for hours.
   --format json      machine-readable output (same fields; RunReport in proto/report.proto).
 
 Random inputs (without --inputs), independent per device and parameter, from a SplitMix64
@@ -115,10 +126,10 @@ module, devices and inputs, whatever --threads says.
 
 Exit codes: 0 the run finished; 2 bad input: an unreadable or invalid module, a missing .npy,
 one of the wrong dtype or shape, the wrong number of them, a bad flag, or a run the
-interpreter refuses (an op it does not run on CPU, the memory budget, an out-of-range
-collective, calls nested deeper than 256, a loop beyond --max-loop-iterations): the module
-or the flags asked for something that cannot be run, which is bad input, not a failed check
-(1 is for checks such as validation); 3 an internal error.
+interpreter refuses (an op it does not run on CPU, the memory or compute budget, an
+out-of-range collective, calls nested deeper than 256, a loop beyond --max-loop-iterations):
+the module or the flags asked for something that cannot be run, which is bad input, not a
+failed check (1 is for checks such as validation); 3 an internal error.
 )";
 
 // Elements shown per output.
@@ -136,6 +147,7 @@ struct RunFlags {
   int64_t memory_budget_bytes = InterpreterOptions().memory_budget_bytes;
   int64_t threads = 0;
   int64_t max_loop_iterations = InterpreterOptions().max_loop_iterations;
+  double max_flops = InterpreterOptions().max_flops;
   bool json = false;
 };
 
@@ -204,6 +216,14 @@ absl::StatusOr<RunFlags> ParseRunFlags(const ParsedFlags& flags) {
     PERFSIM_ASSIGN_OR_RETURN(
         run.max_loop_iterations,
         ParseCount("max-loop-iterations", flags.Get("max-loop-iterations"), 1));
+  }
+  if (flags.Has("max-flops")) {
+    const std::string& text = flags.Get("max-flops");
+    if (!absl::SimpleAtod(text, &run.max_flops) || !std::isfinite(run.max_flops) ||
+        run.max_flops <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-flops: expected a positive finite number; got '", text, "'"));
+    }
   }
   absl::StatusOr<std::string> format = TableOrJsonFormat(flags);
   if (!format.ok()) return format.status();
@@ -284,15 +304,6 @@ absl::StatusOr<std::vector<std::vector<Literal>>> ReadInputs(const Module& modul
   return inputs;
 }
 
-uint64_t Fnv1a64(absl::Span<const uint8_t> bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (uint8_t b : bytes) {
-    hash ^= b;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 // Real and imaginary part of element i of a complex array (stored real part first).
 std::pair<double, double> ComplexAt(const Literal& literal, int64_t i) {
   const uint8_t* p = literal.data().data() + i * ByteWidth(literal.shape().element_type());
@@ -307,23 +318,8 @@ std::pair<double, double> ComplexAt(const Literal& literal, int64_t i) {
 }
 
 OutputSummary Summarize(int64_t device, int64_t index, const Literal& literal) {
-  OutputSummary s{device, index, &literal, Fnv1a64(literal.data()), 0, 0};
-  const PrimitiveType type = literal.shape().element_type();
-  for (int64_t i = 0; i < literal.element_count(); ++i) {
-    if (IsComplex(type)) {
-      const auto [re, im] = ComplexAt(literal, i);
-      if (std::isnan(re) || std::isnan(im)) {
-        ++s.nan_count;
-      } else if (std::isinf(re) || std::isinf(im)) {
-        ++s.inf_count;
-      }
-    } else if (IsFloatingPoint(type)) {
-      const double v = literal.GetAsDouble(i);
-      if (std::isnan(v)) ++s.nan_count;
-      if (std::isinf(v)) ++s.inf_count;
-    }
-  }
-  return s;
+  const ArrayStats stats = ComputeArrayStats(literal);
+  return OutputSummary{device, index, &literal, stats.fnv1a64, stats.nan_count, stats.inf_count};
 }
 
 void Flatten(const Literal& literal, std::vector<const Literal*>* out) {
@@ -501,6 +497,11 @@ absl::Status Run(const RunFlags& run, CliIo& io) {
   if (!fits.ok()) {
     return absl::Status(fits.code(), absl::StrCat(display_name, ": ", fits.message()));
   }
+  absl::StatusOr<ComputeNeed> compute = ComputeComputeNeed(*module, num_devices);
+  fits = compute.ok() ? CheckComputeBudget(*compute, run.max_flops) : compute.status();
+  if (!fits.ok()) {
+    return absl::Status(fits.code(), absl::StrCat(display_name, ": ", fits.message()));
+  }
   std::vector<std::vector<Literal>> inputs;
   if (run.input_paths.empty()) {
     PERFSIM_ASSIGN_OR_RETURN(inputs, MakeRandomInputs(*module, num_devices, run.seed));
@@ -513,7 +514,8 @@ absl::Status Run(const RunFlags& run, CliIo& io) {
   options.memory_budget_bytes = run.memory_budget_bytes;
   options.num_threads = run.threads;
   options.max_loop_iterations = run.max_loop_iterations;
-  absl::StatusOr<RunResult> result = RunModule(*module, inputs, options);
+  options.max_flops = run.max_flops;
+  absl::StatusOr<RunResult> result = RunModule(*module, std::move(inputs), options);
   if (!result.ok()) {
     return absl::Status(result.status().code(),
                         absl::StrCat(display_name, ": run failed: ", result.status().message()));
@@ -550,6 +552,7 @@ int RunRunCommand(const std::vector<std::string>& args, CliIo& io) {
                                                         {"memory-budget", true},
                                                         {"threads", true},
                                                         {"max-loop-iterations", true},
+                                                        {"max-flops", true},
                                                         {"format", true}});
   if (!flags.ok()) return ReportStatus(flags.status(), io);
   if (flags->Has("help")) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sim/interp/collectives.h"
+#include "sim/interp/compute_plan.h"
 #include "sim/interp/element_types.h"
 #include "sim/interp/evaluator_linalg.h"
 #include "sim/util/status.h"
@@ -67,6 +68,8 @@ absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
     }
   }
   plan.root_slot = slot.at(computation.root());
+  plan.flops.resize(n);
+  for (int32_t i = 0; i < n; ++i) plan.flops[i] = ContractionFlops(*plan.order[i]);
   plan.release_after.resize(n);
   for (int32_t s = 0; s < n; ++s) {
     if (s != plan.root_slot && last_use[s] >= 0) plan.release_after[last_use[s]].push_back(s);
@@ -213,6 +216,22 @@ absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
   std::vector<const Value*> operand_ptrs;
   for (size_t i = 0; i < plan.order.size(); ++i) {
     const Instruction& instruction = *plan.order[i];
+    if (plan.flops[i] > 0) {
+      // Each device gets an equal share of the run's budget, so whether a run stops does not
+      // depend on how the devices' threads interleave. Only runs whose need the static count
+      // could not see (unknown trip counts, data-dependent branches) get here.
+      flops_ += plan.flops[i];
+      const double share = options().max_flops / static_cast<double>(options().num_devices);
+      if (flops_ > share) {
+        return Annotate(absl::ResourceExhaustedError(absl::StrCat(
+                            "compute budget: expected the matrix ops of device ", device_,
+                            " to stay within its share of the interpreter's limit (",
+                            options().max_flops, " FLOP / ", options().num_devices, " devices = ",
+                            share, " FLOP); got ", flops_, " with this instruction's ",
+                            plan.flops[i], " (raise it with --max-flops to run this module)")),
+                        instruction.name());
+      }
+    }
     operand_ptrs.clear();
     for (int32_t s : plan.operand_slots[i]) operand_ptrs.push_back(&values[s]);
     absl::StatusOr<Value> result = EvaluateInstruction(instruction, operand_ptrs, args);

@@ -40,6 +40,8 @@ struct ComputationPlan {
   // release_after[i]: positions whose values are dead once order[i] has run.
   std::vector<std::vector<int32_t>> release_after;
   int32_t root_slot = -1;
+  // flops[i]: ContractionFlops(*order[i]) (compute_plan.h), charged as order[i] runs.
+  std::vector<double> flops;
 };
 
 // State shared by all devices of one run; read-only while devices run, except for the buffer
@@ -107,6 +109,8 @@ class DeviceEvaluator {
   uint64_t rng_counter_ = 0;
   // While-loop iterations this device has run (InterpreterOptions::max_loop_iterations).
   int64_t loop_iterations_ = 0;
+  // FLOP of matrix ops this device has run (InterpreterOptions::max_flops).
+  double flops_ = 0;
 };
 
 using OperandValues = absl::Span<const Value* const>;

@@ -11,6 +11,7 @@
 #include "sim/interp/array_util.h"
 #include "sim/interp/element_types.h"
 #include "sim/interp/evaluator.h"
+#include "sim/interp/simd_kernels.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -338,6 +339,11 @@ absl::StatusOr<Value> EvalBinary(DeviceEvaluator& ev, const Instruction& instruc
   const int64_t n = result.ElementCount();
   const int64_t sa = ElementStride(*operands[0]);
   const int64_t sb = ElementStride(*operands[1]);
+  if (type == PrimitiveType::kBF16 && sa == 1 && sb == 1 &&
+      simd::Bf16Binary(*op, operands[0]->data(), operands[1]->data(), out->mutable_data().data(),
+                       n)) {
+    return Value::Array(std::move(out));
+  }
   PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
     using T = decltype(traits);
     PERFSIM_RETURN_IF_ERROR(CheckBinaryOpType(*op, T::kKind, type));

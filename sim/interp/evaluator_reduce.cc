@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "sim/interp/array_util.h"
 #include "sim/interp/element_types.h"
 #include "sim/interp/evaluator.h"
+#include "sim/interp/simd_kernels.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -345,56 +347,115 @@ std::optional<int64_t> SingleReducingDimension(const WindowGeometry& g) {
   return found;
 }
 
+// simd::AddRows16 for the 16 rows at element offsets row_base[r] + at (+ j·step for the j-th
+// of `count` elements) of an array of in_bytes bytes, when every read (4 bytes at each
+// element) stays inside it and the offsets fit the gather's 32-bit indices; false to leave
+// the block to the scalar loop.
+template <typename T>
+bool SumRowBlock(const uint8_t* in, int64_t in_bytes, const int64_t* row_base, int64_t at,
+                 int64_t step, int64_t count, typename T::Compute init, typename T::Compute* sums) {
+  if constexpr (std::is_same_v<typename T::Compute, float>) {
+    constexpr int64_t kWidth = static_cast<int64_t>(sizeof(typename T::Storage));
+    int64_t low = row_base[0];
+    int64_t high = row_base[0];
+    for (int r = 1; r < 16; ++r) {
+      low = std::min(low, row_base[r]);
+      high = std::max(high, row_base[r]);
+    }
+    const int64_t first = low + at;
+    const int64_t last = high + at + (count - 1) * step;
+    if (first < 0 || step < 0 || high - low > (int64_t{1} << 28) || last * kWidth + 4 > in_bytes) {
+      return false;
+    }
+    int32_t offsets[16];
+    for (int r = 0; r < 16; ++r) offsets[r] = static_cast<int32_t>(row_base[r] - low);
+    return simd::AddRows16(T::kType, in + first * kWidth, offsets, step, count, init, sums);
+  } else {
+    return false;
+  }
+}
+
 // reduce-window along one dimension d (SingleReducingDimension) with a native binary op: each
 // output reduces the contiguous run of its input row that the window covers (found in closed
 // form instead of visiting every window position, padding included), in the same order as
 // ForEachInWindow. An output whose run is the previous output's (a reduce broadcast back: a
 // window of 2N-1 padded N-1 covers the whole row for every output) reuses its result: the
-// same ops on the same values. Row-major element order along the other dimensions.
+// same ops on the same values. Rows (every index of the other dimensions) go kRowBlock at a
+// time through each window, so that their independent accumulations overlap instead of each
+// waiting for the latency of the previous op and rounding.
+// A block of 16 rows (bf16 and f32 sums, on AVX-512) reads its window's elements with one
+// gather per window position (simd::AddRows16).
 template <typename T, BinaryOp kOp>
 void ReduceWindowAlongOneDimension(const WindowGeometry& g, int64_t d, const uint8_t* in,
                                    typename T::Compute init, uint8_t* out) {
+  constexpr int64_t kRowBlock = 16;
+  constexpr bool kVectorSum = kOp == BinaryOp::kAdd &&
+                              (T::kType == PrimitiveType::kBF16 || T::kType == PrimitiveType::kF32);
+  const int64_t in_bytes =
+      ElementCountOf(g.in_dims) * static_cast<int64_t>(sizeof(typename T::Storage));
+  using Compute = typename T::Compute;
   const WindowDimension& w = g.window[d];
   const std::vector<int64_t> in_strides = RowMajorStrides(g.in_dims);
   const std::vector<int64_t> out_strides = RowMajorStrides(g.out_dims);
   const int64_t in_size = g.in_dims[d];
   const int64_t out_size = g.out_dims[d];
+  const int64_t in_step = in_strides[d];
+  const int64_t out_step = out_strides[d];
   std::vector<int64_t> rows = g.out_dims;
   rows[d] = 1;
   if (ElementCountOf(rows) == 0 || out_size == 0) return;
+  // The window of each output position: the first input index it reads and how many.
+  std::vector<int64_t> first(out_size);
+  std::vector<int64_t> count(out_size);
+  for (int64_t o = 0; o < out_size; ++o) {
+    // Window position k reads input start + k·dilation when 0 <= it < in_size.
+    const int64_t start = o * w.stride - w.padding_low;
+    const int64_t step = w.window_dilation;
+    const int64_t k_lo = start >= 0 ? 0 : (-start + step - 1) / step;
+    const int64_t last = in_size - 1 - start;  // k·step <= last
+    const int64_t k_hi = last < 0 ? -1 : std::min(w.size - 1, last / step);
+    count[o] = std::max<int64_t>(0, k_hi - k_lo + 1);
+    first[o] = start + k_lo * step;
+  }
+  const int64_t element_step = w.window_dilation * in_step;
   std::vector<int64_t> row(rows.size(), 0);
-  do {
-    int64_t in_base = 0;
-    int64_t out_base = 0;
-    for (size_t k = 0; k < row.size(); ++k) {
-      in_base += row[k] * in_strides[k];
-      out_base += row[k] * out_strides[k];
-    }
-    int64_t previous_first = -1;
-    int64_t previous_count = -1;
-    typename T::Compute previous = init;
-    for (int64_t o = 0; o < out_size; ++o) {
-      // Window position k reads input start + k·dilation when 0 <= it < in_size.
-      const int64_t start = o * w.stride - w.padding_low;
-      const int64_t step = w.window_dilation;
-      const int64_t k_lo = start >= 0 ? 0 : (-start + step - 1) / step;
-      const int64_t last = in_size - 1 - start;  // k·step <= last
-      const int64_t k_hi = last < 0 ? -1 : std::min(w.size - 1, last / step);
-      const int64_t count = std::max<int64_t>(0, k_hi - k_lo + 1);
-      const int64_t first = start + k_lo * step;
-      if (count != previous_count || (count > 0 && first != previous_first)) {
-        typename T::Compute acc = init;
-        for (int64_t j = 0; j < count; ++j) {
-          acc = T::Round(ApplyBinary<T, kOp>(acc, T::Load(in, in_base + (first + j * step) *
-                                                                       in_strides[d])));
-        }
-        previous = acc;
-        previous_first = first;
-        previous_count = count;
+  int64_t in_base[kRowBlock];
+  int64_t out_base[kRowBlock];
+  bool more = true;
+  while (more) {
+    int64_t block = 0;
+    for (; block < kRowBlock && more; ++block) {
+      in_base[block] = 0;
+      out_base[block] = 0;
+      for (size_t k = 0; k < row.size(); ++k) {
+        in_base[block] += row[k] * in_strides[k];
+        out_base[block] += row[k] * out_strides[k];
       }
-      T::Store(out, out_base + o * out_strides[d], previous);
+      more = NextIndex(rows, &row);
     }
-  } while (NextIndex(rows, &row));
+    Compute previous[kRowBlock];
+    for (int64_t o = 0; o < out_size; ++o) {
+      const bool same =
+          o > 0 && count[o] == count[o - 1] && (count[o] == 0 || first[o] == first[o - 1]);
+      // A window equal to the previous output's keeps `previous`; a full block of sums may
+      // take the vector path; the rest is the scalar loop.
+      const bool vector_done = !same && kVectorSum && block == kRowBlock && count[o] > 0 &&
+                               SumRowBlock<T>(in, in_bytes, in_base, first[o] * in_step,
+                                              element_step, count[o], init, previous);
+      if (!same && !vector_done) {
+        Compute acc[kRowBlock];
+        for (int64_t r = 0; r < block; ++r) acc[r] = init;
+        int64_t at = first[o] * in_step;
+        for (int64_t j = 0; j < count[o]; ++j, at += element_step) {
+          for (int64_t r = 0; r < block; ++r) {
+            acc[r] = T::Round(ApplyBinary<T, kOp>(acc[r], T::Load(in, in_base[r] + at)));
+          }
+        }
+        for (int64_t r = 0; r < block; ++r) previous[r] = acc[r];
+      }
+      for (int64_t r = 0; r < block; ++r) T::Store(out, out_base[r] + o * out_step, previous[r]);
+    }
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sim/interp/collectives.h"
+#include "sim/interp/compute_plan.h"
 #include "sim/interp/evaluator.h"
 #include "sim/interp/memory_plan.h"
 #include "sim/interp/sdy_custom_calls.h"
@@ -150,6 +151,11 @@ void RunOnWorkers(int64_t n, int64_t workers, const std::function<void(int64_t)>
   for (std::thread& t : threads) t.join();
 }
 
+absl::StatusOr<RunResult> RunModuleImpl(const Module& module,
+                                        const std::vector<std::vector<Literal>>& inputs,
+                                        std::vector<std::vector<Literal>>* take,
+                                        const InterpreterOptions& options);
+
 }  // namespace
 
 absl::StatusOr<MemoryNeed> ComputeMemoryNeed(const Module& module, int64_t num_devices,
@@ -182,6 +188,22 @@ absl::Status CheckMemoryBudget(const MemoryNeed& need, int64_t budget_bytes) {
 absl::StatusOr<RunResult> RunModule(const Module& module,
                                     const std::vector<std::vector<Literal>>& inputs,
                                     const InterpreterOptions& options) {
+  return RunModuleImpl(module, inputs, nullptr, options);
+}
+
+absl::StatusOr<RunResult> RunModule(const Module& module,
+                                    std::vector<std::vector<Literal>>&& inputs,
+                                    const InterpreterOptions& options) {
+  return RunModuleImpl(module, inputs, &inputs, options);
+}
+
+namespace {
+
+// `inputs` are copied into the run, or moved from `take` (the same vector) when it is set.
+absl::StatusOr<RunResult> RunModuleImpl(const Module& module,
+                                        const std::vector<std::vector<Literal>>& inputs,
+                                        std::vector<std::vector<Literal>>* take,
+                                        const InterpreterOptions& options) {
   const Computation* entry = module.entry();
   if (entry == nullptr) return absl::InvalidArgumentError("module: expected an ENTRY computation");
   if (options.memory_budget_bytes <= 0) {
@@ -213,14 +235,22 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
       MemoryNeed need,
       NeedFromPlans(module, run, n, static_cast<int64_t>(inputs.size()), &run.constants));
   PERFSIM_RETURN_IF_ERROR(CheckMemoryBudget(need, options.memory_budget_bytes));
+  if (!(options.max_flops > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compute budget: expected a positive FLOP count; got ", options.max_flops));
+  }
+  PERFSIM_ASSIGN_OR_RETURN(ComputeNeed compute, ComputeComputeNeed(module, n));
+  PERFSIM_RETURN_IF_ERROR(CheckComputeBudget(compute, options.max_flops));
 
   // The counter outlives every value below (they release into it).
   BufferCounter buffers;
   run.buffers = &buffers;
   std::vector<std::vector<Value>> args(inputs.size());
   for (size_t s = 0; s < inputs.size(); ++s) {
-    for (const Literal& literal : inputs[s]) {
-      absl::StatusOr<Value> v = interp::ValueFromLiteral(buffers, literal);
+    for (size_t p = 0; p < inputs[s].size(); ++p) {
+      absl::StatusOr<Value> v = take != nullptr
+                                    ? interp::ValueFromLiteral(buffers, std::move((*take)[s][p]))
+                                    : interp::ValueFromLiteral(buffers, inputs[s][p]);
       if (!v.ok()) return Annotate(v.status(), "inputs");
       args[s].push_back(*std::move(v));
     }
@@ -276,16 +306,22 @@ absl::StatusOr<RunResult> RunModule(const Module& module,
   result.memory = std::move(need);
   result.observed_peak_bytes = buffers.peak_bytes();
   result.outputs.resize(n);
+  // Every device thread has ended: a buffer held by one Value only can be moved out.
   for (int64_t d = 0; d < n; ++d) {
-    const Value& root = *results[d];
+    Value root = *std::move(results[d]);
+    results[d] = absl::StatusOr<Value>(Value());
     if (root.is_tuple()) {
-      for (const Value& e : root.elements()) result.outputs[d].push_back(e.ToLiteral());
+      std::vector<Value> elements = root.elements();
+      root = Value();
+      for (Value& e : elements) result.outputs[d].push_back(std::move(e).ReleaseToLiteral());
     } else {
-      result.outputs[d].push_back(root.ToLiteral());
+      result.outputs[d].push_back(std::move(root).ReleaseToLiteral());
     }
   }
   results.clear();
   return result;
 }
+
+}  // namespace
 
 }  // namespace perfsim

@@ -73,6 +73,13 @@ struct InterpreterOptions {
   // included); one more fails with ResourceExhausted naming the loop, so that a loop that
   // never ends is an error, not a hang. Loops at the interpreter's test sizes run far fewer.
   int64_t max_loop_iterations = 1'000'000;
+  // The most FLOP of matrix ops (dot, convolution, ...; compute_plan.h) a run may need, all
+  // devices together. A run whose static need exceeds it is refused before it starts
+  // (ResourceExhausted, see CheckComputeBudget); one that gets past the static count (a loop
+  // of unknown trip count) stops with ResourceExhausted when a device exceeds its equal share.
+  // The default is one to three seconds of the interpreter's dot kernel on one core (about
+  // 35 GFLOP/s for f32 and bf16, 20 for f8, on the 2-core development machine under load).
+  double max_flops = 5e10;
   // When set, called with every array result of every instruction (in every computation, on
   // every device, from that device's thread, so it must be thread-safe). For debugging a
   // lowering; it slows the run down.
@@ -143,6 +150,11 @@ struct RunResult {
 // deeper than kMaxCallDepth (sim/ir/verifier.h); messages name the instruction.
 absl::StatusOr<RunResult> RunModule(const Module& module,
                                     const std::vector<std::vector<Literal>>& inputs,
+                                    const InterpreterOptions& options);
+// The same, taking the inputs' buffers instead of copying them (the inputs are left empty):
+// for inputs of gigabytes, a copy is as costly as many a run and doubles the memory held.
+absl::StatusOr<RunResult> RunModule(const Module& module,
+                                    std::vector<std::vector<Literal>>&& inputs,
                                     const InterpreterOptions& options);
 
 }  // namespace perfsim

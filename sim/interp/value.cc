@@ -1,5 +1,6 @@
 #include "sim/interp/value.h"
 
+#include <type_traits>
 #include <utility>
 
 
@@ -70,11 +71,46 @@ Literal Value::ToLiteral() const {
   return result;
 }
 
-absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, const Literal& literal) {
+Literal Value::ReleaseToLiteral() && {
+  if (is_array()) {
+    // The buffer was allocated as a mutable Literal (BufferCounter); with no other holder,
+    // taking its contents is what destroying the Value would have allowed anyway. The
+    // counter's deleter still releases the bytes when the moved-from Literal goes.
+    if (array_.use_count() == 1) {
+      Literal taken = std::move(const_cast<Literal&>(*array_));
+      array_.reset();
+      return taken;
+    }
+    return *array_;
+  }
+  if (is_token_) return Literal(Shape::Tuple({}));
+  bool has_token = false;
+  for (const Value& e : elements_) has_token = has_token || e.is_token();
+  if (has_token) return ToLiteral();  // keeps ToLiteral's token element shapes
+  // CreateTuple, not Literal(shape()): that would first zero-fill every element.
+  std::vector<Literal> parts;
+  parts.reserve(elements_.size());
+  for (Value& e : elements_) parts.push_back(std::move(e).ReleaseToLiteral());
+  elements_.clear();
+  return Literal::CreateTuple(std::move(parts));
+}
+
+namespace {
+
+const std::vector<Literal>& TupleElementsOf(const Literal& literal) {
+  return literal.tuple_elements();
+}
+std::vector<Literal>& TupleElementsOf(Literal& literal) {
+  return *literal.mutable_tuple_elements();
+}
+
+// ValueFromLiteral for both: a const literal is copied, a mutable one moved from.
+template <typename L>
+absl::StatusOr<Value> FromLiteral(BufferCounter& buffers, L& literal) {
   if (literal.shape().IsTuple()) {
     std::vector<Value> elements;
-    for (const Literal& e : literal.tuple_elements()) {
-      absl::StatusOr<Value> v = ValueFromLiteral(buffers, e);
+    for (L& e : TupleElementsOf(literal)) {
+      absl::StatusOr<Value> v = FromLiteral(buffers, e);
       if (!v.ok()) return v.status();
       elements.push_back(*std::move(v));
     }
@@ -85,7 +121,21 @@ absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, const Literal& li
     return absl::InvalidArgumentError(
         "expected literal values; got {...} (elided from the dump, so unknown)");
   }
-  return Value::Array(buffers.Adopt(literal));
+  if constexpr (std::is_const_v<L>) {
+    return Value::Array(buffers.Adopt(literal));
+  } else {
+    return Value::Array(buffers.Adopt(std::move(literal)));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, const Literal& literal) {
+  return FromLiteral(buffers, literal);
+}
+
+absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, Literal&& literal) {
+  return FromLiteral(buffers, literal);
 }
 
 }  // namespace interp

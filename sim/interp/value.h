@@ -83,6 +83,10 @@ class Value {
   // A deep copy as a plain Literal (tuples become tuple literals; a token becomes an empty
   // tuple literal).
   Literal ToLiteral() const;
+  // The same Literal as ToLiteral(), moving out each array buffer this Value is the last
+  // holder of instead of copying it (a run's outputs can be gigabytes). Only when no other
+  // thread can still be using the value's buffers.
+  Literal ReleaseToLiteral() &&;
 
  private:
   std::shared_ptr<const Literal> array_;
@@ -93,6 +97,8 @@ class Value {
 // A Value holding a copy of `literal` (tuples element by element), counted by `buffers`.
 // Elided literals (values unknown) are InvalidArgument.
 absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, const Literal& literal);
+// The same, taking the literal's buffers instead of copying them.
+absl::StatusOr<Value> ValueFromLiteral(BufferCounter& buffers, Literal&& literal);
 
 }  // namespace interp
 }  // namespace perfsim

@@ -70,5 +70,13 @@ TEST(ReduceWindowOneDimension, StridedDilatedAndPaddedWindowsMatchGenericPath) {
   ExpectSameAsGeneric("4,9", {4, 9}, "4,3", "size=1x3 stride=1x2 pad=0_0x-1_-1");
 }
 
+TEST(ReduceWindowOneDimension, RowBlocksAndTheirRemainderMatchGenericPath) {
+  // Rows go through each window 8 at a time: 3·7 = 21 rows are two blocks of 8 and one of 5,
+  // along the middle dimension (rows of a block interleaved in memory) and along the last
+  // (each row contiguous).
+  ExpectSameAsGeneric("3,16,7", {3, 16, 7}, "3,16,7", "size=1x5x1 pad=0_0x2_2x0_0");
+  ExpectSameAsGeneric("3,7,16", {3, 7, 16}, "3,7,16", "size=1x1x31 pad=0_0x0_0x15_15");
+}
+
 }  // namespace
 }  // namespace perfsim
