@@ -2,6 +2,7 @@
 // and the control-flow and pass-through ops that need no data loops.
 #include "sim/interp/evaluator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -68,6 +69,15 @@ absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
     }
   }
   plan.root_slot = slot.at(computation.root());
+  plan.operand_dies.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
+    const std::vector<int32_t>& slots = plan.operand_slots[i];
+    for (size_t k = 0; k < slots.size(); ++k) {
+      const bool last = last_use[slots[k]] == i && slots[k] != plan.root_slot;
+      const bool unique = std::count(slots.begin(), slots.end(), slots[k]) == 1;
+      plan.operand_dies[i].push_back(last && unique ? 1 : 0);
+    }
+  }
   plan.flops.resize(n);
   for (int32_t i = 0; i < n; ++i) plan.flops[i] = ContractionFlops(*plan.order[i]);
   plan.release_after.resize(n);
@@ -206,6 +216,49 @@ uint64_t DeviceEvaluator::NextRandom() {
 
 absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
                                                 absl::Span<const Value> args) {
+  return EvaluatePlan(computation, args, nullptr);
+}
+
+absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
+                                                std::vector<Value>&& args) {
+  return EvaluatePlan(computation, args, &args);
+}
+
+std::shared_ptr<Literal> DeviceEvaluator::TakeOperandBuffer(int64_t k, const Shape& shape) {
+  if (current_dies_ == nullptr || !current_dies_[k]) return nullptr;
+  const Value& value = *current_operands_[k];
+  // use_count 1: this slot is the only holder, and only this device's thread can reach it.
+  if (!value.is_array() || value.array_ptr().use_count() != 1) return nullptr;
+  const Shape& have = value.array_shape();
+  if (have.element_type() != shape.element_type() || have.dimensions() != shape.dimensions()) {
+    return nullptr;
+  }
+  // Every buffer is made as a mutable Literal (BufferCounter); Value only shares it as const.
+  return std::const_pointer_cast<Literal>(value.array_ptr());
+}
+
+bool DeviceEvaluator::OperandDies(int64_t k) const {
+  return current_dies_ != nullptr && current_dies_[k] != 0;
+}
+
+Value DeviceEvaluator::TakeOrCopyOperand(int64_t k) {
+  if (OperandDies(k)) return std::move(*current_operands_[k]);
+  return *current_operands_[k];
+}
+
+absl::StatusOr<Value> DeviceEvaluator::EvaluatePlan(const Computation& computation,
+                                                    absl::Span<const Value> args,
+                                                    std::vector<Value>* owned) {
+  // The caller's instruction context, back in place when this evaluation returns.
+  struct RestoreContext {
+    DeviceEvaluator* ev;
+    Value* const* operands;
+    const uint8_t* dies;
+    ~RestoreContext() {
+      ev->current_operands_ = operands;
+      ev->current_dies_ = dies;
+    }
+  } restore{this, current_operands_, current_dies_};
   auto it = run_.plans.find(&computation);
   if (it == run_.plans.end()) {
     return absl::InvalidArgumentError(
@@ -214,6 +267,7 @@ absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
   const ComputationPlan& plan = it->second;
   std::vector<Value> values(plan.order.size());
   std::vector<const Value*> operand_ptrs;
+  std::vector<Value*> operand_slots;
   for (size_t i = 0; i < plan.order.size(); ++i) {
     const Instruction& instruction = *plan.order[i];
     if (plan.flops[i] > 0) {
@@ -233,8 +287,14 @@ absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
       }
     }
     operand_ptrs.clear();
-    for (int32_t s : plan.operand_slots[i]) operand_ptrs.push_back(&values[s]);
-    absl::StatusOr<Value> result = EvaluateInstruction(instruction, operand_ptrs, args);
+    operand_slots.clear();
+    for (int32_t s : plan.operand_slots[i]) {
+      operand_ptrs.push_back(&values[s]);
+      operand_slots.push_back(&values[s]);
+    }
+    current_operands_ = operand_slots.data();
+    current_dies_ = plan.operand_dies[i].data();
+    absl::StatusOr<Value> result = EvaluateInstruction(instruction, operand_ptrs, args, owned);
     if (result.ok()) {
       absl::Status shape_check = CheckResultShape(instruction, *result);
       if (!shape_check.ok()) result = shape_check;
@@ -251,7 +311,8 @@ absl::StatusOr<Value> DeviceEvaluator::Evaluate(const Computation& computation,
 
 absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& instruction,
                                                            OperandValues operands,
-                                                           absl::Span<const Value> args) {
+                                                           absl::Span<const Value> args,
+                                                           std::vector<Value>* owned) {
   const InstructionAttributes& attrs = instruction.attributes();
   switch (instruction.opcode()) {
     // Elementwise.
@@ -413,6 +474,7 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
         return absl::InvalidArgumentError(
             absl::StrCat("expected parameter number in [0, ", args.size(), "); got ", number));
       }
+      if (owned != nullptr) return std::move((*owned)[number]);
       return args[number];
     }
     case Opcode::kConstant: {
@@ -441,15 +503,17 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
               : (instruction.calls().empty() ? nullptr : instruction.calls()[0]);
       if (callee == nullptr) return absl::InvalidArgumentError("expected to_apply; got none");
       std::vector<Value> call_args;
-      for (const Value* v : operands) call_args.push_back(*v);
-      return Evaluate(*callee, call_args);
+      for (size_t k = 0; k < operands.size(); ++k) call_args.push_back(TakeOrCopyOperand(k));
+      return Evaluate(*callee, std::move(call_args));
     }
     case Opcode::kFusion: {
       if (instruction.calls().empty())
         return absl::InvalidArgumentError("expected calls=; got none");
+      // Operands that die here are handed over, so that the fused computation may update them
+      // in place (a dynamic-update-slice fusion writes its slice, not a copy of the array).
       std::vector<Value> call_args;
-      for (const Value* v : operands) call_args.push_back(*v);
-      return Evaluate(*instruction.calls()[0], call_args);
+      for (size_t k = 0; k < operands.size(); ++k) call_args.push_back(TakeOrCopyOperand(k));
+      return Evaluate(*instruction.calls()[0], std::move(call_args));
     }
     case Opcode::kAsyncStart: {
       if (instruction.calls().empty())
@@ -465,12 +529,15 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
       if (instruction.condition() == nullptr || instruction.body() == nullptr) {
         return absl::InvalidArgumentError("expected condition= and body=; got none");
       }
-      Value state = *operands[0];
+      // The loop state is handed to each iteration's body, so that the body may update a
+      // carried buffer in place (a KV cache written one slice per step).
+      Value state = TakeOrCopyOperand(0);
       for (int64_t iteration = 0;; ++iteration) {
         bool keep_going = false;
         {
           // The condition's value is dropped before the body runs (memory_plan.h counts so).
-          PERFSIM_ASSIGN_OR_RETURN(Value go, Evaluate(*instruction.condition(), {state}));
+          PERFSIM_ASSIGN_OR_RETURN(
+              Value go, Evaluate(*instruction.condition(), absl::Span<const Value>(&state, 1)));
           if (!go.is_array() || go.array().element_count() != 1) {
             return absl::InvalidArgumentError("expected the condition to return pred[]");
           }
@@ -485,7 +552,9 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
               options().max_loop_iterations, " iterations in all; got more (this loop at ",
               "iteration ", iteration + 1, " had not ended)"));
         }
-        PERFSIM_ASSIGN_OR_RETURN(state, Evaluate(*instruction.body(), {state}));
+        std::vector<Value> body_args;
+        body_args.push_back(std::move(state));
+        PERFSIM_ASSIGN_OR_RETURN(state, Evaluate(*instruction.body(), std::move(body_args)));
       }
       return state;
     }
@@ -510,7 +579,9 @@ absl::StatusOr<Value> DeviceEvaluator::EvaluateInstruction(const Instruction& in
         return absl::InvalidArgumentError(
             absl::StrCat("expected an operand for branch ", index, "; got ", operands.size() - 1));
       }
-      return Evaluate(*branches[index], {*operands[index + 1]});
+      std::vector<Value> branch_args;
+      branch_args.push_back(TakeOrCopyOperand(index + 1));
+      return Evaluate(*branches[index], std::move(branch_args));
     }
     case Opcode::kCustomCall:
       return EvalCustomCall(*this, instruction, operands);

@@ -42,6 +42,9 @@ struct ComputationPlan {
   int32_t root_slot = -1;
   // flops[i]: ContractionFlops(*order[i]) (compute_plan.h), charged as order[i] runs.
   std::vector<double> flops;
+  // operand_dies[i][k]: operand k of order[i] is used for the last time there and by no
+  // other operand of order[i] (its value may be handed over or updated in place).
+  std::vector<std::vector<uint8_t>> operand_dies;
 };
 
 // State shared by all devices of one run; read-only while devices run, except for the buffer
@@ -70,6 +73,18 @@ class DeviceEvaluator {
 
   // Runs `computation` with `args` bound to its parameters.
   absl::StatusOr<Value> Evaluate(const Computation& computation, absl::Span<const Value> args);
+  // The same, handing the arguments over: a buffer held by nothing else can then be updated
+  // in place inside the callee (TakeOperandBuffer).
+  absl::StatusOr<Value> Evaluate(const Computation& computation, std::vector<Value>&& args);
+
+  // The buffer of operand `k` of the instruction being evaluated, to write the result into,
+  // when nothing can see the change: this is the operand's last use, no other operand of the
+  // instruction is the same value, and no other Value holds the buffer (which rules out
+  // inputs shared between devices, constants and anything inside a live tuple). Null
+  // otherwise, or when its type and dimensions are not `shape`'s. Only for ops that read each
+  // element of the operand before writing the same element of the result (elementwise ops,
+  // dynamic-update-slice), called before the op evaluates any computation.
+  std::shared_ptr<Literal> TakeOperandBuffer(int64_t k, const Shape& shape);
 
   // A zero-filled buffer, counted by the run's BufferCounter. Fails on a shape whose element
   // count or byte size overflows int64 (ValidateShape): shapes computed at run time from
@@ -97,9 +112,18 @@ class DeviceEvaluator {
   const InterpreterOptions& options() const { return *run_.options; }
 
  private:
+  // `owned`, when set, is `args` itself, and parameter instructions move their argument out
+  // of it (each runs once per evaluation).
+  absl::StatusOr<Value> EvaluatePlan(const Computation& computation, absl::Span<const Value> args,
+                                     std::vector<Value>* owned);
   absl::StatusOr<Value> EvaluateInstruction(const Instruction& instruction,
                                             absl::Span<const Value* const> operands,
-                                            absl::Span<const Value> args);
+                                            absl::Span<const Value> args,
+                                            std::vector<Value>* owned);
+  // Operand k of the current instruction: moved out when it dies here (OperandDies), else
+  // copied. Only for ops that do not read the operand afterwards.
+  Value TakeOrCopyOperand(int64_t k);
+  bool OperandDies(int64_t k) const;
 
   const RunContext& run_;
   const int64_t device_;
@@ -111,6 +135,10 @@ class DeviceEvaluator {
   int64_t loop_iterations_ = 0;
   // FLOP of matrix ops this device has run (InterpreterOptions::max_flops).
   double flops_ = 0;
+  // The instruction being evaluated: its operands' slots in the current computation's
+  // values, and which of them die with it (set by EvaluatePlan, restored after nested calls).
+  Value* const* current_operands_ = nullptr;
+  const uint8_t* current_dies_ = nullptr;
 };
 
 using OperandValues = absl::Span<const Value* const>;

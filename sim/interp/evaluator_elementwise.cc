@@ -188,6 +188,19 @@ absl::StatusOr<std::shared_ptr<Literal>> AllocateLike(DeviceEvaluator& ev, Primi
   return ev.Allocate(Shape::Array(type, dims_from.dimensions()));
 }
 
+// The result buffer of an elementwise op of `type` over `dims_from`'s dimensions: an operand's
+// own buffer when it dies here (DeviceEvaluator::TakeOperandBuffer; element i of it is read
+// before element i of the result is written), else a new one.
+absl::StatusOr<std::shared_ptr<Literal>> ElementwiseResult(DeviceEvaluator& ev, PrimitiveType type,
+                                                           const Shape& dims_from,
+                                                           int64_t operand_count) {
+  const Shape shape = Shape::Array(type, dims_from.dimensions());
+  for (int64_t k = 0; k < operand_count; ++k) {
+    if (std::shared_ptr<Literal> own = ev.TakeOperandBuffer(k, shape)) return own;
+  }
+  return ev.Allocate(shape);
+}
+
 // Operands of an elementwise op must have the result's dimensions, or be scalars (broadcast).
 absl::Status CheckElementwiseOperand(const Value& operand, const Shape& result, int64_t k) {
   if (!operand.is_array()) return absl::InvalidArgumentError("expected array operands");
@@ -306,7 +319,7 @@ absl::StatusOr<Value> EvalUnary(DeviceEvaluator& ev, const Instruction& instruct
   const PrimitiveType type = shape.element_type();
   if (*op == UnaryOp::kCopy) return *operands[0];
   if (*op == UnaryOp::kAbs && IsComplex(type)) return ComplexPart(ev, *operands[0], Part::kAbs);
-  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, shape));
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ElementwiseResult(ev, type, shape, 1));
   const int64_t n = shape.ElementCount();
   PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
     using T = decltype(traits);
@@ -335,7 +348,7 @@ absl::StatusOr<Value> EvalBinary(DeviceEvaluator& ev, const Instruction& instruc
         absl::StrCat("expected operands of one element type; got ", PrimitiveTypeName(type),
                      " and ", PrimitiveTypeName(operands[1]->array_shape().element_type())));
   }
-  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, AllocateLike(ev, type, result));
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ElementwiseResult(ev, type, result, 2));
   const int64_t n = result.ElementCount();
   const int64_t sa = ElementStride(*operands[0]);
   const int64_t sb = ElementStride(*operands[1]);

@@ -238,9 +238,15 @@ absl::StatusOr<Value> EvalDynamicUpdateSlice(DeviceEvaluator& ev, const Instruct
   const std::vector<int64_t> in_strides = RowMajorStrides(in.dimensions());
   int64_t offset = 0;
   for (int64_t d = 0; d < in.rank(); ++d) offset += starts[d] * in_strides[d];
-  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out,
-                           AllocateArray(ev, in.element_type(), in.dimensions()));
-  std::memcpy(out->mutable_data().data(), operands[0]->data(), operands[0]->array().data().size());
+  // In place when the operand dies here (DeviceEvaluator::TakeOperandBuffer), as XLA updates
+  // it: only the slice is written, instead of a copy of the whole array.
+  std::shared_ptr<Literal> out =
+      ev.TakeOperandBuffer(0, Shape::Array(in.element_type(), in.dimensions()));
+  if (out == nullptr) {
+    PERFSIM_ASSIGN_OR_RETURN(out, AllocateArray(ev, in.element_type(), in.dimensions()));
+    std::memcpy(out->mutable_data().data(), operands[0]->data(),
+                operands[0]->array().data().size());
+  }
   StridedCopy(operands[1]->data(), 0, RowMajorStrides(update.dimensions()),
               out->mutable_data().data(), offset, in_strides, update.dimensions(), Bytes(in));
   return Value::Array(std::move(out));

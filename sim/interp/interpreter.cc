@@ -265,8 +265,14 @@ absl::StatusOr<RunResult> RunModuleImpl(const Module& module,
     {
       DeviceEvaluator evaluator(run, d);
       absl::Status constants = evaluator.MaterializeConstants();
-      results[d] = constants.ok() ? evaluator.Evaluate(*entry, args[inputs.size() == 1 ? 0 : d])
-                                  : absl::StatusOr<Value>(constants);
+      if (!constants.ok()) {
+        results[d] = constants;
+      } else if (inputs.size() == 1 && n > 1) {
+        results[d] = evaluator.Evaluate(*entry, args[0]);  // shared by every device
+      } else {
+        // This device's own inputs: handed over, so that the program may update them in place.
+        results[d] = evaluator.Evaluate(*entry, std::move(args[inputs.size() == 1 ? 0 : d]));
+      }
     }
     hub.ReleaseRunSlot();
     hub.DeviceFinished(d);

@@ -25,7 +25,11 @@
 //
 // Nothing here depends on data, thread count or timing. On one device the result bounds the
 // BufferCounter's peak from above (tests check it); every modelled approximation (a while
-// loop's carried state, a conditional's result, per-element call scratch) errs upward.
+// loop's carried state, a conditional's result, per-element call scratch) errs upward. Results
+// written into a dying operand's buffer (elementwise ops and dynamic-update-slice, when no
+// other value holds it: DeviceEvaluator::TakeOperandBuffer) are still counted as new buffers:
+// whether a buffer is shared depends on how inputs are handed to the run, and the budget
+// stays a bound that does not.
 #ifndef PERFSIM_SIM_INTERP_MEMORY_PLAN_H_
 #define PERFSIM_SIM_INTERP_MEMORY_PLAN_H_
 
