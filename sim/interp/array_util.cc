@@ -19,13 +19,32 @@ int64_t ElementCountOf(absl::Span<const int64_t> dims) {
   return n;
 }
 
-void StridedCopy(const uint8_t* src, int64_t src_offset, absl::Span<const int64_t> src_strides,
-                 uint8_t* dst, int64_t dst_offset, absl::Span<const int64_t> dst_strides,
-                 absl::Span<const int64_t> dims, int64_t element_bytes) {
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  for (int64_t d : dims) {
+void StridedCopy(const uint8_t* src, int64_t src_offset, absl::Span<const int64_t> src_strides_in,
+                 uint8_t* dst, int64_t dst_offset, absl::Span<const int64_t> dst_strides_in,
+                 absl::Span<const int64_t> dims_in, int64_t element_bytes) {
+  for (int64_t d : dims_in) {
     if (d == 0) return;
   }
+  // The same box with size-1 dimensions dropped and each dimension merged into the one inside
+  // it where both sides step through them as one (stride[d] = stride[d+1] · dims[d+1]): a
+  // reshape-like copy becomes one memcpy, a transpose keeps only the dimensions it permutes.
+  std::vector<int64_t> dims;
+  std::vector<int64_t> src_strides;
+  std::vector<int64_t> dst_strides;
+  for (size_t d = 0; d < dims_in.size(); ++d) {
+    if (dims_in[d] == 1) continue;
+    if (!dims.empty() && src_strides.back() == src_strides_in[d] * dims_in[d] &&
+        dst_strides.back() == dst_strides_in[d] * dims_in[d]) {
+      dims.back() *= dims_in[d];
+      src_strides.back() = src_strides_in[d];
+      dst_strides.back() = dst_strides_in[d];
+      continue;
+    }
+    dims.push_back(dims_in[d]);
+    src_strides.push_back(src_strides_in[d]);
+    dst_strides.push_back(dst_strides_in[d]);
+  }
+  const int64_t rank = static_cast<int64_t>(dims.size());
   if (rank == 0) {
     std::memcpy(dst + dst_offset * element_bytes, src + src_offset * element_bytes, element_bytes);
     return;

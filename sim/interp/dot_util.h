@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sim/interp/array_util.h"
@@ -93,7 +94,7 @@ absl::Status StoreAccumulator(const std::vector<C>& values, Literal* literal) {
 // The array `src` of dimensions `dims`, transposed so that dimension i of the result is
 // dimension perm[i] of `src`.
 template <typename C>
-std::vector<C> PermuteDims(const std::vector<C>& src, absl::Span<const int64_t> dims,
+std::vector<C> PermuteDims(const C* src, int64_t count, absl::Span<const int64_t> dims,
                            absl::Span<const int64_t> perm) {
   const std::vector<int64_t> strides = RowMajorStrides(dims);
   std::vector<int64_t> out_dims(perm.size()), src_strides(perm.size());
@@ -101,13 +102,48 @@ std::vector<C> PermuteDims(const std::vector<C>& src, absl::Span<const int64_t> 
     out_dims[i] = dims[perm[i]];
     src_strides[i] = strides[perm[i]];
   }
-  std::vector<C> out(src.size());
-  if (!src.empty()) {
-    StridedCopy(reinterpret_cast<const uint8_t*>(src.data()), 0, src_strides,
+  std::vector<C> out(static_cast<size_t>(count));
+  if (count > 0) {
+    StridedCopy(reinterpret_cast<const uint8_t*>(src), 0, src_strides,
                 reinterpret_cast<uint8_t*>(out.data()), 0, RowMajorStrides(out_dims), out_dims,
                 sizeof(C));
   }
   return out;
+}
+template <typename C>
+std::vector<C> PermuteDims(const std::vector<C>& src, absl::Span<const int64_t> dims,
+                           absl::Span<const int64_t> perm) {
+  return PermuteDims(src.data(), static_cast<int64_t>(src.size()), dims, perm);
+}
+
+// True when `perm` is 0, 1, ..., n-1.
+inline bool IsIdentityPermutation(absl::Span<const int64_t> perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+// `literal` in the accumulation type C with its dimensions permuted by `perm`, row-major. An
+// f32 literal needs no conversion: with C = float it is read in place when `perm` is the
+// identity (the result points into it) and permuted straight from its bytes otherwise; other
+// types are converted into `store` first.
+template <typename C>
+absl::StatusOr<const C*> AccumulatorMatrix(const Literal& literal, absl::Span<const int64_t> perm,
+                                           std::vector<C>* store) {
+  const bool identity = IsIdentityPermutation(perm);
+  if constexpr (std::is_same_v<C, float>) {
+    if (literal.shape().element_type() == PrimitiveType::kF32) {
+      const float* data = reinterpret_cast<const float*>(literal.data().data());
+      if (identity) return data;
+      *store = PermuteDims(data, literal.element_count(), literal.shape().dimensions(), perm);
+      return store->data();
+    }
+  }
+  absl::Status converted = ToAccumulator(literal, store);
+  if (!converted.ok()) return converted;
+  if (!identity) *store = PermuteDims(*store, literal.shape().dimensions(), perm);
+  return store->data();
 }
 
 }  // namespace interp

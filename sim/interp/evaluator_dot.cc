@@ -12,6 +12,7 @@
 // group_sizes is [g] or [batch..., g]. Negative sizes, or sizes summing past the ragged
 // dimension, are InvalidArgument.
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -116,17 +117,37 @@ absl::StatusOr<Value> DotGeneral(DeviceEvaluator& ev, const Instruction& instruc
   const int64_t m = Product(ls.dimensions(), lhs_free);
   const int64_t k = Product(ls.dimensions(), dn.lhs_contracting_dimensions);
   const int64_t n = Product(rs.dimensions(), rhs_free);
-  std::vector<C> a, bm;
-  PERFSIM_RETURN_IF_ERROR(ToAccumulator(lhs, &a));
-  PERFSIM_RETURN_IF_ERROR(ToAccumulator(rhs, &bm));
-  a = PermuteDims(a, ls.dimensions(),
-                  Concat({dn.lhs_batch_dimensions, lhs_free, dn.lhs_contracting_dimensions}));
-  bm = PermuteDims(bm, rs.dimensions(),
-                   Concat({dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rhs_free}));
+  std::vector<C> a_store, b_store;
+  PERFSIM_ASSIGN_OR_RETURN(
+      const C* a,
+      AccumulatorMatrix<C>(
+          lhs, Concat({dn.lhs_batch_dimensions, lhs_free, dn.lhs_contracting_dimensions}),
+          &a_store));
+  PERFSIM_ASSIGN_OR_RETURN(
+      const C* bm,
+      AccumulatorMatrix<C>(
+          rhs, Concat({dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rhs_free}),
+          &b_store));
+  if constexpr (std::is_same_v<C, float>) {
+    // An f32 result is its own accumulator: the kernel adds into the zero-filled buffer, the
+    // same sums in the same order as into a separate one that is then stored unchanged.
+    if (instruction.shape().element_type() == PrimitiveType::kF32) {
+      PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> out, ev.Allocate(instruction.shape()));
+      if (out->element_count() != b * m * n) {
+        return absl::InvalidArgumentError(absl::StrCat("expected a result of ", b * m * n,
+                                                       " elements; got ",
+                                                       instruction.shape().ToString(false)));
+      }
+      float* c = reinterpret_cast<float*>(out->mutable_data().data());
+      for (int64_t i = 0; i < b; ++i) {
+        MatMulAccumulate<C>(a + i * m * k, k, bm + i * k * n, n, c + i * m * n, n, m, n, k);
+      }
+      return Value::Array(std::move(out));
+    }
+  }
   std::vector<C> c(static_cast<size_t>(b * m * n), C(0));
   for (int64_t i = 0; i < b; ++i) {
-    MatMulAccumulate<C>(a.data() + i * m * k, k, bm.data() + i * k * n, n, c.data() + i * m * n, n,
-                        m, n, k);
+    MatMulAccumulate<C>(a + i * m * k, k, bm + i * k * n, n, c.data() + i * m * n, n, m, n, k);
   }
   return FinishAccumulator(ev, instruction, c);
 }

@@ -328,7 +328,8 @@ absl::StatusOr<Value> EvalUnary(DeviceEvaluator& ev, const Instruction& instruct
       constexpr UnaryOp kOp = decltype(op_constant)::value;
       const uint8_t* in = operands[0]->data();
       uint8_t* o = out->mutable_data().data();
-      for (int64_t i = 0; i < n; ++i) T::Store(o, i, ApplyUnary<T, kOp>(T::Load(in, i)));
+      const int64_t count = n;  // a local: stores through `o` cannot change it
+      for (int64_t i = 0; i < count; ++i) T::Store(o, i, ApplyUnary<T, kOp>(T::Load(in, i)));
       return absl::OkStatus();
     });
   }));
@@ -352,9 +353,13 @@ absl::StatusOr<Value> EvalBinary(DeviceEvaluator& ev, const Instruction& instruc
   const int64_t n = result.ElementCount();
   const int64_t sa = ElementStride(*operands[0]);
   const int64_t sb = ElementStride(*operands[1]);
-  if (type == PrimitiveType::kBF16 && sa == 1 && sb == 1 &&
-      simd::Bf16Binary(*op, operands[0]->data(), operands[1]->data(), out->mutable_data().data(),
-                       n)) {
+  if (sa == 1 && sb == 1 &&
+      ((type == PrimitiveType::kBF16 &&
+        simd::Bf16Binary(*op, operands[0]->data(), operands[1]->data(), out->mutable_data().data(),
+                         n)) ||
+       (type == PrimitiveType::kF32 &&
+        simd::F32Binary(*op, operands[0]->data(), operands[1]->data(), out->mutable_data().data(),
+                        n)))) {
     return Value::Array(std::move(out));
   }
   PERFSIM_RETURN_IF_ERROR(DispatchElementType(type, "", [&](auto traits) {
@@ -365,12 +370,13 @@ absl::StatusOr<Value> EvalBinary(DeviceEvaluator& ev, const Instruction& instruc
       const uint8_t* a = operands[0]->data();
       const uint8_t* b = operands[1]->data();
       uint8_t* o = out->mutable_data().data();
+      const int64_t count = n;  // a local: stores through `o` cannot change it
       if (sa == 1 && sb == 1) {
-        for (int64_t i = 0; i < n; ++i) {
+        for (int64_t i = 0; i < count; ++i) {
           T::Store(o, i, ApplyBinary<T, kOp>(T::Load(a, i), T::Load(b, i)));
         }
       } else {
-        for (int64_t i = 0; i < n; ++i) {
+        for (int64_t i = 0; i < count; ++i) {
           T::Store(o, i, ApplyBinary<T, kOp>(T::Load(a, i * sa), T::Load(b, i * sb)));
         }
       }

@@ -113,6 +113,44 @@ __attribute__((target("avx512f"))) void AddRows16Avx512(const uint8_t* in,
   _mm512_storeu_ps(acc, sum);
 }
 
+template <BinaryOp kOp>
+__attribute__((target("avx512f"))) void F32BinaryAvx512(const uint8_t* a, const uint8_t* b,
+                                                        uint8_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(a + 4 * i);
+    const __m512 y = _mm512_loadu_ps(b + 4 * i);
+    __m512 r;
+    if constexpr (kOp == BinaryOp::kAdd) {
+      r = _mm512_add_ps(x, y);
+    } else if constexpr (kOp == BinaryOp::kSubtract) {
+      r = _mm512_sub_ps(x, y);
+    } else if constexpr (kOp == BinaryOp::kMultiply) {
+      r = _mm512_mul_ps(x, y);
+    } else {
+      r = _mm512_div_ps(x, y);
+    }
+    _mm512_storeu_ps(out + 4 * i, r);
+  }
+  for (; i < n; ++i) {
+    float x;
+    float y;
+    std::memcpy(&x, a + 4 * i, 4);
+    std::memcpy(&y, b + 4 * i, 4);
+    float r;
+    if constexpr (kOp == BinaryOp::kAdd) {
+      r = x + y;
+    } else if constexpr (kOp == BinaryOp::kSubtract) {
+      r = x - y;
+    } else if constexpr (kOp == BinaryOp::kMultiply) {
+      r = x * y;
+    } else {
+      r = x / y;
+    }
+    std::memcpy(out + 4 * i, &r, 4);
+  }
+}
+
 bool HasAvx512Bw() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   return has;
@@ -146,21 +184,26 @@ __attribute__((target("avx512f,avx512bw,popcnt"))) void CountIeee16Avx512(
 
 }  // namespace
 
-bool Bf16Binary(BinaryOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n) {
+namespace {
+
+// Calls kernel.template operator()<kOp>() for the four ops the vector kernels cover; false for
+// the others or without AVX-512.
+template <typename Kernel>
+bool DispatchArithmetic(BinaryOp op, Kernel&& kernel) {
 #ifdef PERFSIM_SIMD_X86
   if (!HasAvx512()) return false;
   switch (op) {
     case BinaryOp::kAdd:
-      Bf16BinaryAvx512<BinaryOp::kAdd>(a, b, out, n);
+      kernel.template operator()<BinaryOp::kAdd>();
       return true;
     case BinaryOp::kSubtract:
-      Bf16BinaryAvx512<BinaryOp::kSubtract>(a, b, out, n);
+      kernel.template operator()<BinaryOp::kSubtract>();
       return true;
     case BinaryOp::kMultiply:
-      Bf16BinaryAvx512<BinaryOp::kMultiply>(a, b, out, n);
+      kernel.template operator()<BinaryOp::kMultiply>();
       return true;
     case BinaryOp::kDivide:
-      Bf16BinaryAvx512<BinaryOp::kDivide>(a, b, out, n);
+      kernel.template operator()<BinaryOp::kDivide>();
       return true;
     case BinaryOp::kRemainder:
     case BinaryOp::kMaximum:
@@ -177,6 +220,24 @@ bool Bf16Binary(BinaryOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, i
   }
 #endif
   return false;
+}
+
+}  // namespace
+
+bool Bf16Binary(BinaryOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n) {
+#ifdef PERFSIM_SIMD_X86
+  return DispatchArithmetic(op, [&]<BinaryOp kOp>() { Bf16BinaryAvx512<kOp>(a, b, out, n); });
+#else
+  return false;
+#endif
+}
+
+bool F32Binary(BinaryOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n) {
+#ifdef PERFSIM_SIMD_X86
+  return DispatchArithmetic(op, [&]<BinaryOp kOp>() { F32BinaryAvx512<kOp>(a, b, out, n); });
+#else
+  return false;
+#endif
 }
 
 bool AddRows16(PrimitiveType type, const uint8_t* in, const int32_t* row_offsets, int64_t step,

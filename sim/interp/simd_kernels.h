@@ -26,6 +26,9 @@ namespace simd {
 // (nothing written) for other ops or without AVX-512.
 bool Bf16Binary(BinaryOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n);
 
+// The same for f32 (one IEEE operation per element, no rounding after it).
+bool F32Binary(BinaryOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n);
+
 // Sixteen running sums at once, as reduce-window's row blocks need them: for each lane r,
 //   acc[r] = init; for j in [0, count): acc[r] = round(acc[r] + x(r, j))
 // with x(r, j) the element at element offset row_offsets[r] + j·step from `in`, type bf16
