@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +20,8 @@
 #include "sim/ir/literal.h"
 
 namespace perfsim {
+
+class Annotation;  // proto/annotation.proto
 
 enum class ComparisonDirection { kEq, kNe, kGe, kGt, kLe, kLt };
 // "EQ", "NE", ...
@@ -218,7 +221,13 @@ struct InstructionAttributes {
   // Kept as written, including the outer braces.
   std::string metadata;
   std::string sharding;
+  // Without the perfsim_annotation entry, which is parsed into `annotation` (the printer puts
+  // it back: sim/ir/annotation.h).
   std::string frontend_attributes;
+  // What the lowering knows about the instruction (proto/annotation.proto); null when nothing.
+  // Shared and immutable: copies of the attributes share it; Instruction::set_annotation
+  // replaces it.
+  std::shared_ptr<const Annotation> annotation;
   // Every other `key=value` attribute, value kept verbatim in text order. perfsim does not model
   // these (operand_precision, algorithm, api_version, output_to_operand_aliasing, ...).
   std::vector<std::pair<std::string, std::string>> other;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sim/ir/annotation.h"
 #include "sim/ir/hlo_parser_internal.h"
 #include "sim/util/status.h"
 
@@ -276,8 +277,28 @@ absl::Status HloParser::ParseAttribute(AttributeTarget& target) {
   if (it->second == Key::kBackendConfig || it->second == Key::kMetadata ||
       it->second == Key::kSharding || it->second == Key::kFrontendAttributes ||
       it->second == Key::kDimLabels) {
+    const SourceLocation equal = LocationOf(tok_);
     PERFSIM_ASSIGN_OR_RETURN(std::string value, ParseRawValue());
     InstructionAttributes* a = target.instruction->mutable_attributes();
+    if (it->second == Key::kFrontendAttributes) {
+      // perfsim_annotation goes into the typed field (sim/ir/annotation.h).
+      size_t offset = 0;
+      const std::string written = value;
+      absl::Status taken = TakeAnnotation(value, &a->annotation, &offset);
+      if (!taken.ok()) {
+        // Line and column of the value: the raw text starts right after the '='.
+        SourceLocation at = {equal.line, equal.column + 1};
+        for (size_t c = 0; c < offset && c < written.size(); ++c) {
+          if (written[c] == '\n') {
+            ++at.line;
+            at.column = 1;
+          } else {
+            ++at.column;
+          }
+        }
+        return ErrorAt(at, absl::StrCat(target.instruction->name(), ": ", taken.message()));
+      }
+    }
     if (it->second == Key::kBackendConfig) {
       a->backend_config = std::move(value);
     } else if (it->second == Key::kMetadata) {

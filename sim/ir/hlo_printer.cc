@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sim/ir/annotation.h"
 #include "sim/ir/collective_groups.h"
 #include "sim/ir/hlo_lexer.h"
 #include "sim/ir/literal.h"
@@ -334,7 +335,8 @@ std::string CommonAttributesText(const Instruction& instruction) {
   AttributeWriter w(&out);
   const InstructionAttributes& a = instruction.attributes();
   if (!a.sharding.empty()) w.Add("sharding", a.sharding);
-  if (!a.frontend_attributes.empty()) w.Add("frontend_attributes", a.frontend_attributes);
+  const std::string frontend = FrontendAttributesText(a);
+  if (!frontend.empty()) w.Add("frontend_attributes", frontend);
   if (!a.metadata.empty()) w.Add("metadata", a.metadata);
   if (a.backend_config.has_value()) w.Add("backend_config", *a.backend_config);
   return out;

@@ -59,6 +59,11 @@ class Instruction {
 
   const InstructionAttributes& attributes() const { return attributes_; }
   InstructionAttributes* mutable_attributes() { return &attributes_; }
+  // The typed annotation (proto/annotation.proto); null when the instruction has none.
+  const Annotation* annotation() const { return attributes_.annotation.get(); }
+  void set_annotation(std::shared_ptr<const Annotation> annotation) {
+    attributes_.annotation = std::move(annotation);
+  }
 
   // Called computations by role. Which roles an opcode uses:
   //   to_apply: reduce, reduce-window, reduce-scatter, all-reduce(-start), scatter, sort, map,
