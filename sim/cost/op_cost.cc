@@ -16,6 +16,7 @@
 #include "sim/cost/op_counts_internal.h"
 #include "sim/cost/roofline.h"
 #include "sim/cost/shape_bytes.h"
+#include "sim/cost/trip_count.h"
 #include "sim/ir/custom_call_targets.h"
 #include "sim/util/status.h"
 
@@ -363,7 +364,7 @@ absl::StatusOr<OpCost> TimeComposite(const Instruction& instruction, const Chip&
       break;
     }
     case Opcode::kWhile: {
-      const std::optional<int64_t> trips = KnownTripCount(instruction);
+      const std::optional<int64_t> trips = StaticTripCount(instruction);
       PERFSIM_ASSIGN_OR_RETURN(OpCost body, TimeComputation(instruction.body(), chip, options));
       PERFSIM_ASSIGN_OR_RETURN(OpCost cond, TimeComputation(instruction.condition(), chip, options));
       Accumulate(body, trips.has_value() ? static_cast<double>(*trips) : 1.0, total);

@@ -23,8 +23,9 @@
 //     bound communication; -done costs 0 (its time is on the start). Without a topology they
 //     are not timed (seconds = nullopt).
 //   call, async-start of a computation: the sum over the callee's instructions; while: body
-//     times the known trip count plus condition times (trip count + 1), one of each when the
-//     trip count is unknown (in both modes: the time is the true one); conditional: the
+//     times the trip count plus condition times (trip count + 1), the count from
+//     known_trip_count or the counted-loop pattern (trip_count.h StaticTripCount), one of each
+//     when the trip count is unknown (in both modes: the time is the true one); conditional: the
 //     slowest branch. Untimed when any instruction inside is.
 //   parameter, constant, get-tuple-element, tuple, bitcast, a transpose or reshape that is a
 //     bitcast, after-all, add-dependency, domain, opt-barrier, partition-id, replica-id, the

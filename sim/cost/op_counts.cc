@@ -11,8 +11,8 @@
 #include "absl/strings/string_view.h"
 #include "sim/cost/op_counts_internal.h"
 #include "sim/cost/shape_bytes.h"
+#include "sim/cost/trip_count.h"
 #include "sim/cost/window_counts.h"
-#include "sim/util/json_fields.h"
 #include "sim/ir/collective_groups.h"
 
 namespace perfsim {
@@ -357,8 +357,9 @@ OpCounts Counter::CountWhile(const Instruction& instruction) {
   double condition_times = 1;
   if (!xla()) {
     // True cost: the loop runs its body trip-count times and tests its condition once more.
-    // XLA counts one iteration even when it knows the trip count.
-    if (const std::optional<int64_t> trips = KnownTripCount(instruction)) {
+    // XLA counts one iteration even when it knows the trip count. The count is
+    // known_trip_count, else the counted-loop pattern of a lowered scan (trip_count.h).
+    if (const std::optional<int64_t> trips = StaticTripCount(instruction)) {
       body_times = static_cast<double>(*trips);
       condition_times = static_cast<double>(*trips + 1);
     }
@@ -745,15 +746,6 @@ OpCounts CountInstruction(const Instruction& instruction, const CountOptions& op
 OpCounts CountComputation(const Computation& computation, const CountOptions& options) {
   cost_internal::Counter counter(options);
   return counter.Sum(computation);
-}
-
-std::optional<int64_t> KnownTripCount(const Instruction& while_instruction) {
-  const std::string config = while_instruction.attributes().backend_config.value_or("");
-  const std::optional<std::string> known = JsonTopLevelValue(config, "known_trip_count");
-  if (!known.has_value()) return std::nullopt;
-  const std::optional<int64_t> n = JsonTopLevelInt(*known, "n");
-  if (!n.has_value() || *n < 0) return std::nullopt;
-  return n;
 }
 
 int64_t CollectiveGroupSize(const Instruction& instruction, int64_t num_devices) {

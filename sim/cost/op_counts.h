@@ -27,8 +27,9 @@
 //   - ragged-dot: the real 2·M·K·N. XLA deletes output dimension 0 (M times too small in the MoE
 //     mode) or keeps the group dimension (G times too large in the ragged-contracting mode).
 //   - while: body × trip count + condition × (trip count + 1), the trip count from
-//     backend_config known_trip_count; one body and one condition when it is not known (XLA
-//     always counts one iteration).
+//     backend_config known_trip_count or, in a module XLA has not annotated (a lowered
+//     `lax.scan`), the counted-loop pattern (trip_count.h StaticTripCount); one body and one
+//     condition when it is not known (XLA always counts one iteration).
 //   - sort: E · ceil(log2 L) comparisons along the sort dimension of length L, each costing the
 //     comparator's flops (at least 1); XLA uses n·ceil(log2 n) over all n elements.
 //   - topk: E(operand) · max(1, ceil(log2 k)) comparisons (a k-element heap per row); XLA says 0.
@@ -56,6 +57,7 @@
 
 #include "absl/status/status.h"
 #include "sim/cost/cost_types.h"
+#include "sim/cost/trip_count.h"  // KnownTripCount, StaticTripCount (while loops)
 #include "sim/ir/instruction.h"
 
 namespace perfsim {
@@ -79,9 +81,6 @@ OpCounts CountComputation(const Computation& computation, const CountOptions& op
 // InvalidArgument "name: cost_estimate.flops: expected a finite number in [0, 1e30]; got -1".
 // Counting ignores such values (it cannot fail); the cost pass refuses the module with this.
 absl::Status CheckDeclaredCost(const Instruction& instruction);
-
-// backend_config known_trip_count of a while loop, e.g. {"known_trip_count":{"n":"5"}} -> 5.
-std::optional<int64_t> KnownTripCount(const Instruction& while_instruction);
 
 // Participants of a collective: 2 for collective-permute; when the module header gives
 // replica_count or num_partitions, XLA's group size for the collective's mode (collective_groups.h

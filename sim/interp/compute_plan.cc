@@ -3,7 +3,6 @@
 #include "sim/interp/compute_plan.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -11,145 +10,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sim/cost/op_counts.h"
+#include "sim/cost/trip_count.h"
 #include "sim/interp/evaluator.h"
 #include "sim/ir/custom_call_targets.h"
 #include "sim/ir/opcode.h"
 #include "sim/ir/verifier.h"
-#include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
 
 using interp::ComputationPlan;
-
-// The integer value of a scalar integer constant.
-std::optional<int64_t> IntegerConstant(const Instruction* instruction) {
-  if (instruction == nullptr || instruction->opcode() != Opcode::kConstant) return std::nullopt;
-  const std::optional<Literal>& literal = instruction->attributes().literal;
-  if (!literal.has_value() || literal->elided() || !literal->shape().IsScalar())
-    return std::nullopt;
-  const PrimitiveType type = literal->shape().element_type();
-  if (!IsSignedInteger(type) && !IsUnsignedInteger(type)) return std::nullopt;
-  return literal->GetAsInt64(0);
-}
-
-// The tuple index k when `instruction` is get-tuple-element(parameter(0)), index=k.
-std::optional<int64_t> LoopStateIndex(const Instruction* instruction) {
-  if (instruction == nullptr || instruction->opcode() != Opcode::kGetTupleElement ||
-      instruction->operand_count() != 1 ||
-      instruction->operand(0)->opcode() != Opcode::kParameter) {
-    return std::nullopt;
-  }
-  return instruction->attributes().tuple_index;
-}
-
-ComparisonDirection Mirrored(ComparisonDirection direction) {
-  switch (direction) {
-    case ComparisonDirection::kLt:
-      return ComparisonDirection::kGt;
-    case ComparisonDirection::kLe:
-      return ComparisonDirection::kGe;
-    case ComparisonDirection::kGt:
-      return ComparisonDirection::kLt;
-    case ComparisonDirection::kGe:
-      return ComparisonDirection::kLe;
-    case ComparisonDirection::kEq:
-    case ComparisonDirection::kNe:
-      break;
-  }
-  return direction;
-}
-
-// Iterations of `for (i = start; i <direction> bound; i += step)`; nullopt when it never ends
-// or its count is not simple.
-std::optional<int64_t> CountedTrips(int64_t start, int64_t step, ComparisonDirection direction,
-                                    int64_t bound) {
-  // In __int128: start, bound and step are any int64s.
-  const __int128 distance = static_cast<__int128>(bound) - start;
-  __int128 trips = 0;
-  switch (direction) {
-    case ComparisonDirection::kLt:  // i < bound
-      if (distance <= 0) return 0;
-      if (step <= 0) return std::nullopt;
-      trips = (distance + step - 1) / step;
-      break;
-    case ComparisonDirection::kLe:
-      if (distance < 0) return 0;
-      if (step <= 0) return std::nullopt;
-      trips = distance / step + 1;
-      break;
-    case ComparisonDirection::kGt:  // i > bound
-      if (distance >= 0) return 0;
-      if (step >= 0) return std::nullopt;
-      trips = (-distance + (-static_cast<__int128>(step)) - 1) / -static_cast<__int128>(step);
-      break;
-    case ComparisonDirection::kGe:
-      if (distance > 0) return 0;
-      if (step >= 0) return std::nullopt;
-      trips = -distance / -static_cast<__int128>(step) + 1;
-      break;
-    case ComparisonDirection::kNe:
-      if (distance == 0) return 0;
-      if (step == 0 || distance % step != 0 || (distance > 0) != (step > 0)) return std::nullopt;
-      trips = distance / step;
-      break;
-    case ComparisonDirection::kEq:
-      return std::nullopt;
-  }
-  if (trips > kInt64Max) return std::nullopt;
-  return static_cast<int64_t>(trips);
-}
-
-// The counted loop: condition `compare(gte(p, k), constant)` (either order), body root a tuple
-// whose element k is `add(gte(p, k), constant)` (either order) or `subtract(gte(p, k),
-// constant)`, and the loop's operand a tuple whose element k is a constant. Overflow of the
-// counter (which the interpreter would wrap) is not modelled: such a loop is not recognised
-// unless its count fits before the wrap, since the count is computed exactly.
-std::optional<int64_t> CountedLoopTrips(const Instruction& loop) {
-  const Computation* condition = loop.condition();
-  const Computation* body = loop.body();
-  if (condition == nullptr || body == nullptr || loop.operand_count() != 1) return std::nullopt;
-  const Instruction* compare = condition->root();
-  if (compare == nullptr || compare->opcode() != Opcode::kCompare ||
-      compare->operand_count() != 2 || !compare->attributes().comparison_direction.has_value()) {
-    return std::nullopt;
-  }
-  ComparisonDirection direction = *compare->attributes().comparison_direction;
-  std::optional<int64_t> index = LoopStateIndex(compare->operand(0));
-  std::optional<int64_t> bound = IntegerConstant(compare->operand(1));
-  if (!index.has_value()) {
-    index = LoopStateIndex(compare->operand(1));
-    bound = IntegerConstant(compare->operand(0));
-    direction = Mirrored(direction);
-  }
-  if (!index.has_value() || !bound.has_value()) return std::nullopt;
-  const PrimitiveType counter_type = compare->operand(0)->shape().element_type();
-  if (!IsSignedInteger(counter_type)) return std::nullopt;  // unsigned compares differ
-
-  const Instruction* root = body->root();
-  if (root == nullptr || root->opcode() != Opcode::kTuple || *index < 0 ||
-      *index >= root->operand_count()) {
-    return std::nullopt;
-  }
-  const Instruction* next = root->operand(*index);
-  if (next->operand_count() != 2) return std::nullopt;
-  std::optional<int64_t> step;
-  if (next->opcode() == Opcode::kAdd) {
-    if (LoopStateIndex(next->operand(0)) == index) step = IntegerConstant(next->operand(1));
-    if (LoopStateIndex(next->operand(1)) == index) step = IntegerConstant(next->operand(0));
-  } else if (next->opcode() == Opcode::kSubtract && LoopStateIndex(next->operand(0)) == index) {
-    const std::optional<int64_t> minus = IntegerConstant(next->operand(1));
-    if (minus.has_value() && *minus != std::numeric_limits<int64_t>::min()) step = -*minus;
-  }
-  if (!step.has_value()) return std::nullopt;
-
-  const Instruction* init = loop.operand(0);
-  if (init->opcode() != Opcode::kTuple || *index >= init->operand_count()) return std::nullopt;
-  const std::optional<int64_t> start = IntegerConstant(init->operand(*index));
-  if (!start.has_value()) return std::nullopt;
-  return CountedTrips(*start, *step, direction, *bound);
-}
 
 // What one computation needs, independent of its call site.
 struct Summary {
@@ -261,11 +132,6 @@ double ContractionFlops(const Instruction& instruction) {
                            instruction.attributes().custom_call_target == kTgmmTarget ||
                            instruction.attributes().custom_call_target == kFusedFfnTarget));
   return matrix_op ? CountInstruction(instruction, CountOptions{}).flops : 0.0;
-}
-
-std::optional<int64_t> StaticTripCount(const Instruction& while_instruction) {
-  if (std::optional<int64_t> known = KnownTripCount(while_instruction)) return known;
-  return CountedLoopTrips(while_instruction);
 }
 
 absl::StatusOr<ComputeNeed> ComputeComputeNeed(const Module& module, int64_t num_devices) {

@@ -13,9 +13,10 @@
 //   PERFSIM_ASSIGN_OR_RETURN(ComputeNeed need, ComputeComputeNeed(module, /*num_devices=*/1));
 //   PERFSIM_RETURN_IF_ERROR(CheckComputeBudget(need, options.max_flops));
 //
-// Loops run their trip count: backend_config known_trip_count, else the count of the usual
-// counted loop (an integer tuple element compared with a constant in the condition, stepped
-// by a constant in the body, starting from a constant); a loop whose trip count is neither is
+// Loops run their trip count (sim/cost/trip_count.h StaticTripCount, shared with `perfsim
+// cost`): backend_config known_trip_count, else the count of the usual counted loop (an
+// integer tuple element compared with a constant in the condition, stepped by a constant in
+// the body, starting from a constant); a loop whose trip count is neither is
 // counted once, and a conditional by its cheapest branch, so the need is a lower bound and a
 // refusal is never wrong. The evaluator counts the same FLOP as it runs (each device against
 // its share of the budget), which stops the runs the static count could not see.
@@ -28,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "sim/cost/trip_count.h"  // StaticTripCount: the loop counts used here
 #include "sim/ir/instruction.h"
 
 namespace perfsim {
@@ -53,10 +55,6 @@ struct ComputeNeed {
 // CountInstruction counts them; 0 for every other op (a call, fusion or loop counts nothing
 // itself: its computations do).
 double ContractionFlops(const Instruction& instruction);
-
-// The trip count of a while loop when it is known before running: known_trip_count, or the
-// counted loop described above; nullopt otherwise.
-std::optional<int64_t> StaticTripCount(const Instruction& while_instruction);
 
 // The need of running `module`'s entry on `num_devices` devices (InvalidArgument without an
 // entry or with a cyclic computation).
