@@ -273,7 +273,11 @@ bool IsFree(const Instruction& instruction, const OpCounts& truth) {
     case Opcode::kTranspose:
     case Opcode::kReshape:
     case Opcode::kCustomCall:
-      // A bitcast transpose or reshape, or an annotation: the true counts say no bytes move.
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kFusion:
+      // A bitcast transpose or reshape, an annotation, or a view of one contiguous layer of a
+      // stacked operand (op_counts.h): the true counts say no bytes move.
       return truth.bytes_accessed == 0 && truth.flops == 0 && truth.transcendentals == 0;
     default:
       return false;

@@ -28,7 +28,8 @@
 //     when the trip count is unknown (in both modes: the time is the true one); conditional: the
 //     slowest branch. Untimed when any instruction inside is.
 //   parameter, constant, get-tuple-element, tuple, bitcast, a transpose or reshape that is a
-//     bitcast, after-all, add-dependency, domain, opt-barrier, partition-id, replica-id, the
+//     bitcast, a dynamic-slice / dynamic-update-slice (or a fusion of one) of a contiguous
+//     layer (op_counts.h), after-all, add-dependency, domain, opt-barrier, partition-id, replica-id, the
 //     -done half of copies, sends, receives and async ops, and annotation custom-calls:
 //     0 seconds, bound none.
 // Where the chip has no figure for a rate an instruction needs, that part of the work is left

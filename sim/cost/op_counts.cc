@@ -181,6 +181,26 @@ bool ReshapeIsBitcast(const Instruction& reshape) {
 
 }  // namespace
 
+bool IsSliceView(const Instruction& instruction) {
+  if (instruction.operand_count() < 2) return false;
+  const Shape& buffer = instruction.operand(0)->shape();
+  if (instruction.opcode() == Opcode::kDynamicSlice) {
+    return instruction.shape().IsArray() &&
+           IsContiguousBlock(buffer, instruction.shape().dimensions());
+  }
+  if (instruction.opcode() == Opcode::kDynamicUpdateSlice) {
+    const Shape& update = instruction.operand(1)->shape();
+    return update.IsArray() && IsContiguousBlock(buffer, update.dimensions());
+  }
+  return false;
+}
+
+bool IsBitcastLike(const Instruction& instruction) {
+  const Opcode op = instruction.opcode();
+  return op == Opcode::kBitcast || (op == Opcode::kReshape && ReshapeIsBitcast(instruction)) ||
+         (op == Opcode::kTranspose && TransposeIsBitcast(instruction));
+}
+
 const UserMap& Counter::Users(const Computation& computation) {
   auto it = users_.find(&computation);
   if (it != users_.end()) return it->second;
@@ -642,6 +662,9 @@ OpCounts Counter::Count(const Instruction& instruction) {
     case Opcode::kDynamicSlice: {
       // Reads the slice and (XLA) the first index operand; the true count reads every index.
       // (XLA's per-operand entries of the other indices keep their default, unread sizes.)
+      // True count: a contiguous block (one layer of a stacked [N, ...] array) is an address
+      // offset, not a copy (IsSliceView).
+      if (!xla() && IsSliceView(instruction)) return zero_everything();
       const double out = R(static_cast<double>(ShapeSizeBytes(shape)));
       if (c.operand_bytes.empty()) return c;
       c.operand_bytes[0] = out;
@@ -654,7 +677,10 @@ OpCounts Counter::Count(const Instruction& instruction) {
     }
     case Opcode::kDynamicUpdateSlice: {
       // In place: the operand is aliased to the result, only the update is read and written.
+      // True count: a contiguous block is written where it lies by the kernel that produces
+      // it, so the update moves no further bytes (IsSliceView).
       if (instruction.operand_count() < 2) return c;
+      if (!xla() && IsSliceView(instruction)) return zero_everything();
       // (XLA's per-operand entries of the indices after the first keep their default sizes.)
       const double update = R(static_cast<double>(ShapeSizeBytes(instruction.operand(1)->shape())));
       c.operand_bytes[0] = 0;

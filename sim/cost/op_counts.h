@@ -42,6 +42,12 @@
 //   - reshape between row-major untiled layouts: 0 bytes (a bitcast on every accelerator);
 //     XLA charges operand and result.
 //   - dynamic-slice / dynamic-update-slice: every index operand is read; XLA counts the first.
+//     One whose block is a contiguous range of the buffer (a layer [1, D, F] of a stacked
+//     [N, D, F] operand, the slices a `lax.scan` takes and puts back), and a fusion that is
+//     only that (plus bitcasts and scalar index arithmetic), is 0 bytes: an address offset on
+//     an accelerator, where XLA fuses the slice into the kernel that reads it and makes the
+//     kernel that computes an update write it in place; the reading or producing kernel
+//     already counts those bytes. XLA charges slice and update, as XLA:CPU copies them.
 //   - the -done half of an asynchronous op (all-gather-done, copy-done, async-done, ...) and
 //     async-update: 0; the data moves at the start. XLA charges operand and result again.
 //   Everything else, including the fusion byte rules and max over conditional branches (the

@@ -6,7 +6,9 @@
 // fused constant of more than one element read once, and each parameter read according to how
 // the fused code uses it — a slice reads only the slice, a dynamic-slice of it reads the slice,
 // a dynamic-update-slice into it reads nothing (aliased), a broadcast or reshape reads it once
-// per such user, and all other users share a single read.
+// per such user, and all other users share a single read. True mode differs in one rule: a
+// fusion that is only a view of one contiguous layer of a stacked operand is 0 bytes
+// (IsViewFusion).
 #include <vector>
 
 #include "sim/cost/op_counts_internal.h"
@@ -41,6 +43,27 @@ double DynamicUpdateSliceRead(const Instruction& hlo, const Instruction& user,
   if (seen_trivial_user) return 0;
   seen_trivial_user = true;
   return Size(hlo.shape());
+}
+
+// True count: a fusion that is a view of one contiguous layer (op_counts_internal.h
+// IsSliceView) — a dynamic-slice of a parameter or an in-place dynamic-update-slice of a
+// parameter into a parameter, with nothing else but bitcasts and scalar index arithmetic, as
+// XLA:CPU wraps each lone slice of a scan's stacked operands ("dynamic-slice_bitcast_fusion",
+// "bitcast_dynamic-update-slice_fusion").
+bool IsViewFusion(const Computation& fused) {
+  const Instruction* root = fused.root();
+  while (root != nullptr && IsBitcastLike(*root) && root->operand_count() == 1) {
+    root = root->operand(0);
+  }
+  if (root == nullptr || !IsSliceView(*root)) return false;
+  for (const auto& inner : fused.instructions()) {
+    const Instruction* i = inner.get();
+    const bool scalar = i->shape().IsArray() && i->shape().rank() == 0;
+    if (i != root && i->opcode() != Opcode::kParameter && !scalar && !IsBitcastLike(*i)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -117,6 +140,9 @@ double Counter::FusionParameterReadBytesUncached(const Instruction& hlo) {
 OpCounts Counter::CountFusion(const Instruction& fusion) {
   const Computation* fused = fusion.calls().empty() ? nullptr : fusion.calls()[0];
   if (fused == nullptr || fused->root() == nullptr) return Default(fusion);
+  if (!xla() && IsViewFusion(*fused)) {
+    return OpCounts{.operand_bytes = std::vector<double>(fusion.operand_count(), 0.0)};
+  }
 
   // XLA costs a custom fusion that contains a gather or scatter as that gather or scatter.
   // The entries that handler does not set keep the fusion's defaults.

@@ -68,6 +68,18 @@ class Counter {
 // One multiply-add is two flops (XLA's kFmaFlops).
 inline constexpr int64_t kFmaFlops = 2;
 
+// A dynamic-slice or dynamic-update-slice whose block (the result, or the update) is one
+// contiguous range of the buffer (shape_bytes.h IsContiguousBlock): on an accelerator an
+// address offset into the buffer, not a copy. XLA's TPU and GPU compilers fuse such a slice
+// into the kernel that reads it (the consumer reads the layer where it lies) and make the
+// kernel that computes an update write it in place; XLA:CPU runs each as a copy kernel. The
+// true count of such an op, or of a fusion that is nothing else (fusion_view), is 0 bytes.
+bool IsSliceView(const Instruction& instruction);
+
+// bitcast, or a reshape / transpose that keeps the bytes where they are (a row-major reshape,
+// XLA's TransposeIsBitcast).
+bool IsBitcastLike(const Instruction& instruction);
+
 // ceil(log2(n)) for n >= 1; 0 for n <= 1.
 int64_t Log2Ceiling(int64_t n);
 

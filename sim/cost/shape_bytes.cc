@@ -36,4 +36,21 @@ int64_t LeafBytes(const Shape& shape) {
   return total;
 }
 
+bool IsContiguousBlock(const Shape& buffer, const std::vector<int64_t>& block) {
+  if (!buffer.IsArray() || buffer.rank() != static_cast<int64_t>(block.size())) return false;
+  const Layout layout = buffer.EffectiveLayout();
+  if (!layout.tiles.empty() || layout.minor_to_major.size() != block.size()) return false;
+  for (int64_t d = 0; d < buffer.rank(); ++d) {
+    if (block[d] < 0 || block[d] > buffer.dimensions(d)) return false;
+  }
+  const std::vector<int64_t>& order = layout.minor_to_major;
+  size_t i = 0;
+  while (i < order.size() && block[order[i]] == buffer.dimensions(order[i])) ++i;
+  if (i < order.size()) ++i;  // the one dimension the block spans partly
+  for (; i < order.size(); ++i) {
+    if (block[order[i]] != 1) return false;
+  }
+  return true;
+}
+
 }  // namespace perfsim

@@ -13,6 +13,7 @@
 #define PERFSIM_SIM_COST_SHAPE_BYTES_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/ir/shape.h"
 
@@ -31,6 +32,15 @@ int64_t ElementsIn(const Shape& shape);
 
 // Elements over every array leaf of a possibly nested tuple.
 int64_t ElementsInRecursive(const Shape& shape);
+
+// Whether a block of sizes `block` at any offset of the array `buffer` is one contiguous range
+// of the buffer's memory: in the buffer's layout, from the most minor dimension out, the block
+// spans whole dimensions, then one dimension partly, then size 1 in every dimension more major.
+// A layer [1, D, F] of a row-major stack [N, D, F] is; a column [N, D, 1] is not. False for a
+// tiled layout, a rank mismatch or a block larger than the buffer.
+//   IsContiguousBlock(f32[8,256,1024]{2,1,0}, {1, 256, 1024})   // true
+//   IsContiguousBlock(f32[8,256,1024]{2,1,0}, {2, 128, 1024})   // false
+bool IsContiguousBlock(const Shape& buffer, const std::vector<int64_t>& block);
 
 }  // namespace perfsim
 

@@ -1,11 +1,14 @@
-// Static trip counts (sim/cost/trip_count.h) and how the counts use them, on small modules
-// whose counts are derived in the comments.
+// Static trip counts (sim/cost/trip_count.h) and the true-mode slice views of a scan
+// (op_counts.h: a contiguous layer of a stacked operand is an address offset), on small
+// modules whose counts are derived in the comments.
 #include "sim/cost/trip_count.h"
 
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/cost/op_counts.h"
 #include "sim/ir/hlo_parser.h"
@@ -13,6 +16,8 @@
 
 namespace perfsim {
 namespace {
+
+using ::testing::ElementsAre;
 
 constexpr CountOptions kXla{.mode = CostMode::kXlaCompatible, .num_devices = 1};
 constexpr CountOptions kTrue{.mode = CostMode::kTrue, .num_devices = 1};
@@ -148,6 +153,90 @@ ENTRY e {
   EXPECT_EQ(StaticTripCount(Root(*m)), std::nullopt);
   // Counted once in both modes: the body's counter add (1 flop) and the compare (1).
   EXPECT_EQ(CountInstruction(Root(*m), kTrue).flops, 1 + 1);
+}
+
+TEST(SliceView, ContiguousLayerOfAStackIsAnOffset) {
+  // One layer [1,8,16] of a row-major stack [4,8,16] f32: XLA reads the slice (512 B) and the
+  // first index (4 B) and writes the slice (512 B): 1028 B. True: an address offset, 0 B.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  w = f32[4,8,16]{2,1,0} parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  ROOT s = f32[1,8,16]{2,1,0} dynamic-slice(w, i, z, z), dynamic_slice_sizes={1,8,16}
+})");
+  EXPECT_EQ(CountInstruction(Root(*m), kXla).bytes_accessed, 512 + 4 + 512);
+  const OpCounts c = CountInstruction(Root(*m), kTrue);
+  EXPECT_EQ(c.bytes_accessed, 0);
+  EXPECT_THAT(c.operand_bytes, ElementsAre(0, 0, 0, 0));
+}
+
+TEST(SliceView, StridedBlockIsStillACopy) {
+  // A column block [4,8,1] of [4,8,16] is 32 pieces of 4 B: read 128 B, write 128 B, and the
+  // true count reads all three indices (12 B): 268 B.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  w = f32[4,8,16]{2,1,0} parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  ROOT s = f32[4,8,1]{2,1,0} dynamic-slice(w, z, z, i), dynamic_slice_sizes={4,8,1}
+})");
+  EXPECT_EQ(CountInstruction(Root(*m), kTrue).bytes_accessed, 128 + 128 + 12);
+}
+
+TEST(SliceView, InPlaceUpdateOfALayerIsWrittenByItsProducer) {
+  // dynamic-update-slice of one layer [1,8,16] into [4,8,16]: XLA reads the update (512 B)
+  // and one index (4 B) and writes the update (512 B). True: the kernel that computed the
+  // update writes it where it lies, 0 B here.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  w = f32[4,8,16]{2,1,0} parameter(0)
+  u = f32[1,8,16]{2,1,0} parameter(1)
+  i = s32[] parameter(2)
+  z = s32[] constant(0)
+  ROOT s = f32[4,8,16]{2,1,0} dynamic-update-slice(w, u, i, z, z)
+})");
+  EXPECT_EQ(CountInstruction(Root(*m), kXla).bytes_accessed, 512 + 4 + 512);
+  EXPECT_EQ(CountInstruction(Root(*m), kTrue).bytes_accessed, 0);
+}
+
+TEST(SliceView, FusionOfASliceAndBitcastsIsAView) {
+  // XLA:CPU's "dynamic-slice_bitcast_fusion" of a scan body, with the reversed index of the
+  // backward scan (3 - i) computed inside: XLA charges the slice read and written plus the
+  // index (512 + 512 + 4 B); true: a view, 0 B. A fusion that also computes on the layer is
+  // a kernel and keeps its bytes: negate reads and writes 512 B, the index 4 B.
+  const std::string text = R"(HloModule m
+view {
+  w = f32[4,8,16]{2,1,0} parameter(0)
+  i = s32[] parameter(1)
+  three = s32[] constant(3)
+  r = s32[] subtract(three, i)
+  z = s32[] constant(0)
+  s = f32[1,8,16]{2,1,0} dynamic-slice(w, r, z, z), dynamic_slice_sizes={1,8,16}
+  ROOT b = f32[8,16]{1,0} bitcast(s)
+}
+compute {
+  w = f32[4,8,16]{2,1,0} parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  s = f32[1,8,16]{2,1,0} dynamic-slice(w, i, z, z), dynamic_slice_sizes={1,8,16}
+  b = f32[8,16]{1,0} bitcast(s)
+  ROOT n = f32[8,16]{1,0} negate(b)
+}
+ENTRY e {
+  w = f32[4,8,16]{2,1,0} parameter(0)
+  i = s32[] parameter(1)
+  v = f32[8,16]{1,0} fusion(w, i), kind=kLoop, calls=view
+  c = f32[8,16]{1,0} fusion(w, i), kind=kLoop, calls=compute
+  ROOT t = (f32[8,16]{1,0}, f32[8,16]{1,0}) tuple(v, c)
+})";
+  auto m = Parse(text);
+  const Instruction& view = *Root(*m).operand(0);
+  const Instruction& compute = *Root(*m).operand(1);
+  EXPECT_EQ(CountInstruction(view, kXla).bytes_accessed, 512 + 512 + 4);
+  EXPECT_EQ(CountInstruction(view, kTrue).bytes_accessed, 0);
+  EXPECT_EQ(CountInstruction(view, kTrue).flops, 0);
+  EXPECT_EQ(CountInstruction(compute, kTrue).bytes_accessed, 512 + 512 + 4);
 }
 
 }  // namespace
