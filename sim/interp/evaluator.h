@@ -179,6 +179,10 @@ absl::StatusOr<Value> EvalClamp(DeviceEvaluator& ev, const Instruction& instruct
                                 OperandValues operands);
 absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instruction,
                                   OperandValues operands);
+// `array` with its elements converted to `to` exactly as the convert op converts them, in a new
+// buffer from `ev`.
+absl::StatusOr<std::shared_ptr<Literal>> ConvertArray(DeviceEvaluator& ev, const Literal& array,
+                                                      PrimitiveType to);
 absl::StatusOr<Value> EvalStochasticConvert(DeviceEvaluator& ev, const Instruction& instruction,
                                             OperandValues operands);
 // real and imag.

@@ -499,9 +499,16 @@ absl::StatusOr<Value> EvalClamp(DeviceEvaluator& ev, const Instruction& instruct
 
 absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instruction,
                                   OperandValues operands) {
-  const Shape& in_shape = operands[0]->array_shape();
+  PERFSIM_ASSIGN_OR_RETURN(
+      std::shared_ptr<Literal> out,
+      ConvertArray(ev, operands[0]->array(), instruction.shape().element_type()));
+  return Value::Array(std::move(out));
+}
+
+absl::StatusOr<std::shared_ptr<Literal>> ConvertArray(DeviceEvaluator& ev, const Literal& array,
+                                                      PrimitiveType to) {
+  const Shape& in_shape = array.shape();
   const PrimitiveType from = in_shape.element_type();
-  const PrimitiveType to = instruction.shape().element_type();
   if (IsComplex(from) && to == PrimitiveType::kPred) {
     // XLA:CPU aborts on it; complex -> numeric types take the real part.
     return absl::InvalidArgumentError(absl::StrCat("expected a numeric result for a ",
@@ -514,7 +521,7 @@ absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instru
       DispatchElementTypePair(from, to, "", [&](auto from_traits, auto to_traits) {
         using F = decltype(from_traits);
         using T = decltype(to_traits);
-        const uint8_t* in = operands[0]->data();
+        const uint8_t* in = array.data().data();
         uint8_t* o = out->mutable_data().data();
         // Wide sources into narrow floats round once, straight from the double value, rather than
         // twice through f32 (a complex source: its real part).
@@ -538,7 +545,7 @@ absl::StatusOr<Value> EvalConvert(DeviceEvaluator& ev, const Instruction& instru
         }
         return absl::OkStatus();
       }));
-  return Value::Array(std::move(out));
+  return out;
 }
 
 absl::StatusOr<Value> EvalStochasticConvert(DeviceEvaluator& ev, const Instruction& instruction,

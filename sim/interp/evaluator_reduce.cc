@@ -460,6 +460,31 @@ void ReduceWindowAlongOneDimension(const WindowGeometry& g, int64_t d, const uin
 
 }  // namespace
 
+namespace {
+
+// Reduce-window's results in their declared element types (see EvalReduceWindow): one array, or
+// a tuple of them.
+absl::StatusOr<Value> WindowResults(DeviceEvaluator& ev, const Instruction& instruction,
+                                    std::vector<std::shared_ptr<Literal>> outs) {
+  const Shape& shape = instruction.shape();
+  std::vector<Value> elements;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const Shape* declared = !shape.IsTuple()                   ? &shape
+                            : k < shape.tuple_shapes().size() ? &shape.tuple_shapes(k)
+                                                              : nullptr;
+    const PrimitiveType computed = outs[k]->shape().element_type();
+    if (declared != nullptr && declared->IsArray() && declared->element_type() != computed &&
+        IsFloatingPoint(declared->element_type()) && IsFloatingPoint(computed)) {
+      PERFSIM_ASSIGN_OR_RETURN(outs[k], ConvertArray(ev, *outs[k], declared->element_type()));
+    }
+    elements.push_back(Value::Array(std::move(outs[k])));
+  }
+  if (elements.size() == 1 && !shape.IsTuple()) return std::move(elements[0]);
+  return Value::Tuple(std::move(elements));
+}
+
+}  // namespace
+
 absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& instruction,
                                        OperandValues operands) {
   const int64_t n = static_cast<int64_t>(operands.size()) / 2;
@@ -470,6 +495,22 @@ absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& i
   const Shape& in_shape = operands[0]->array_shape();
   PERFSIM_ASSIGN_OR_RETURN(WindowGeometry g, MakeWindowGeometry(instruction, in_shape));
   const std::vector<int64_t> in_strides = RowMajorStrides(g.in_dims);
+  // Mixed precision (XLA allows init values and results of another floating-point precision
+  // than the inputs, e.g. bf16 init over f32 inputs): the window is reduced in the inputs'
+  // type, from the init value converted to it, and each result is converted to its declared
+  // type at the end.
+  std::vector<const Value*> in_values(operands.begin(), operands.end());
+  std::vector<Value> converted_inits;
+  converted_inits.reserve(n);
+  for (int64_t k = 0; k < n; ++k) {
+    const PrimitiveType type = operands[k]->array_shape().element_type();
+    if (operands[n + k]->array_shape().element_type() == type) continue;
+    PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<Literal> init,
+                             ConvertArray(ev, operands[n + k]->array(), type));
+    converted_inits.push_back(Value::Array(std::move(init)));
+    in_values[n + k] = &converted_inits.back();
+  }
+  operands = OperandValues(in_values);
   std::vector<std::shared_ptr<Literal>> outs;
   for (int64_t k = 0; k < n; ++k) {
     PERFSIM_ASSIGN_OR_RETURN(
@@ -505,7 +546,7 @@ absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& i
             return absl::OkStatus();
           });
         }));
-    return Value::Array(std::move(outs[0]));
+    return WindowResults(ev, instruction, std::move(outs));
   }
   std::vector<Value> acc(n);
   std::vector<Value> args(2 * n);
@@ -527,10 +568,7 @@ absl::StatusOr<Value> EvalReduceWindow(DeviceEvaluator& ev, const Instruction& i
     for (int64_t k = 0; k < n; ++k) PERFSIM_RETURN_IF_ERROR(StoreScalar(acc[k], outs[k].get(), o));
     NextIndex(g.out_dims, &out_index);
   }
-  if (n == 1 && !instruction.shape().IsTuple()) return Value::Array(std::move(outs[0]));
-  std::vector<Value> elements;
-  for (auto& out : outs) elements.push_back(Value::Array(std::move(out)));
-  return Value::Tuple(std::move(elements));
+  return WindowResults(ev, instruction, std::move(outs));
 }
 
 absl::StatusOr<Value> EvalSelectAndScatter(DeviceEvaluator& ev, const Instruction& instruction,

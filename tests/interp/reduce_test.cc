@@ -1,5 +1,9 @@
 // reduce, reduce-window and select-and-scatter, with native and general reducers.
 #include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -111,6 +115,31 @@ ENTRY e {
 })";
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out, Run1(kHlo, {F32({3}, {1, 2, 3})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(1, 2));
+}
+
+TEST(InterpReduce, ReduceWindowMixedPrecisionAccumulatesInTheInputType) {
+  // A bf16 init and result over f32 inputs with an f32 reducer (XLA allows the precisions to
+  // differ; algebraic_simplifier_test modules 059-061 do this). The window is summed in f32 and
+  // rounded to bf16 once: 1 + 3·2^-9 = 1.005859375 lies above the midpoint 1 + 2^-8 between the
+  // bf16 neighbours 1 and 1 + 2^-7, so it rounds to 1.0078125. Summing in bf16 instead would
+  // give 1 (each 1 + 2^-9 rounds back to 1), and an f32 result would be 1.005859375. The second
+  // module's reducer passes through `copy`, so no native form matches it (the generic path).
+  for (const char* root :
+       {"ROOT s = f32[] add(a, b)", "s = f32[] add(a, b)  ROOT c = f32[] copy(s)"}) {
+    const std::string hlo = absl::StrCat(R"(
+HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  )", root, R"( }
+ENTRY e {
+  x = f32[4] parameter(0)
+  z = bf16[] constant(0)
+  ROOT c = bf16[1] reduce-window(x, z), window={size=4}, to_apply=add
+})");
+    PERFSIM_ASSERT_OK_AND_ASSIGN(
+        std::vector<Literal> out,
+        Run1(hlo, {F32({4}, {1, 0.001953125, 0.001953125, 0.001953125})}));
+    EXPECT_EQ(out[0].shape().element_type(), PrimitiveType::kBF16) << root;
+    EXPECT_THAT(Values(out[0]), ElementsAre(1.0078125)) << root;
+  }
 }
 
 TEST(InterpReduce, SelectAndScatterRoutesToTheWindowMaximum) {
