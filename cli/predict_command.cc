@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/flags.h"
+#include "cli/predict_hlo.h"
 #include "cli/step_flags.h"
 #include "sim/predict/choose_scenario.h"
 #include "sim/predict/predict.h"
@@ -23,6 +24,8 @@ constexpr char kPredictUsage[] =
                        [--batch B] [--seq S] [--phase fwd|fwd_bwd] [--adam] [--timeline]
                        [--format=table|json] [--trace OUT.json]
                        [--trace-devices all|IDS] [step flags]
+       perfsim predict --hlo FILE.hlo --hw NAME [--mesh AxBxC] [--format=table|json]
+                       [--trace OUT.json] [--trace-devices all|IDS]
 
 With no flags: the embedded default scenario, a DeepSeek-V3 MoE layer (D=7168, F=2048, E=256,
 K=8), fwd_bwd, on TPU v7x 4x8x8 (256 chips, 512 devices), ep_ragged_a2a with ep=256, dp=2,
@@ -66,6 +69,16 @@ memory-bound expert compute).
                    (sparse_ragged_dot, ep_ragged_a2a, grouped_gemm_aligned), as MaxText passes
                    them in the ragged_dot_tiling XLA metadata. GPU ragged-dots use (128,128,128).
 
+--hlo FILE.hlo (or - for standard input) predicts a real XLA module instead of perfsim's MoE
+lowering, with the model-agnostic simulator (sim/simulator/simulator.h): every entry
+instruction costed on the chip (fusions, calls and custom-calls as one kernel, while loops times
+their trip count, conditionals by their slowest branch; an unfused module is loop-fused first),
+collectives on the slice synchronising their replica groups, async -start/-done pairs overlapping
+independent compute, one static order on every device. The report is the --timeline table (or
+the same JSON keys); phases are per-op_name subtotals (the first path component after JAX's
+"jit(NAME)/"). --hw is required; --mesh defaults to the smallest slice holding the devices the
+module names. Model flags (--model, --backend, --batch, --routing, ...) are refused with --hlo.
+
 --timeline columns: HBM MB is what the op reads and writes in the device's HBM (a ragged
 all-to-all: the rows it sends and receives, not its buffers); net MB what it sends to other
 devices; a duration marked '*' is a lower bound (the chip description lacks a rate it needs).
@@ -79,6 +92,7 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
   for (const char* name : {"hw", "mesh", "routing", "format", "trace", "trace-devices"}) {
     specs.push_back({name, true});
   }
+  specs.push_back({"hlo", true});
   specs.push_back({"adam", false});
   specs.push_back({"timeline", false});
   specs.push_back({"help", false});
@@ -88,6 +102,7 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
     io.out << kPredictUsage << "\n" << kStepFlagsHelp;
     return kExitOk;
   }
+  if (flags->Has("hlo")) return RunPredictHlo(*flags, io);
   if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
   absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
   if (!format.ok()) return ReportStatus(format.status(), io);

@@ -1,0 +1,52 @@
+// `perfsim predict --hlo FILE`: a real XLA module's step on a chip and slice, through the
+// model-agnostic simulator (sim/simulator/simulator.h), reported as `perfsim predict` reports
+// its own lowering (sim/report/predict_report.h: the same table, JSON keys and trace).
+//
+//   Timeline t = ...SimulateModule(module, chip, topology);
+//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, PredictionFromTimeline(module, t, chip, topology));
+//   io.out << PredictionJson(p);
+//
+// The report's parts for a module with no model behind it:
+//   scenario  model = the module's name, backend "hlo"; phase, batch, seq, parallelism and
+//             routing are empty (the JSON's scenario has them as "" and 0);
+//   phases    per-op_name subtotals: the first path component of the op's metadata op_name
+//             after JAX's outer "jit(NAME)/" (HloPhaseOf), e.g. "jvp()" (the forward) and
+//             "transpose(jvp())" (the backward) of a jax.grad module; "other" without one;
+//   ops       the slowest device's ops that take time or are not fully timed, by start; the
+//             stage column is the phase; lower_bound marks untimed work (simulator.h);
+//   MFU       from the FLOP the module executes (every op, loops times their trips) over the
+//             chip's bf16 matrix peak per device (f32 when every matrix op is f32);
+//   memory    parameters = the entry parameters; activations = the liveness peak of the other
+//             buffers (constants included); no gradients or optimizer state are assumed.
+#ifndef PERFSIM_CLI_PREDICT_HLO_H_
+#define PERFSIM_CLI_PREDICT_HLO_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "sim/comm/topology.h"
+#include "sim/hw/chip.h"
+#include "sim/predict/predict.h"
+#include "sim/simulator/simulator.h"
+
+namespace perfsim {
+
+// "jit(f)/jvp(layer)/dot_general" -> "jvp(layer)"; "jit(f)/sort" -> "jit(f)"; "add" or "" ->
+// "other". Components are split at '/' outside parentheses; the last one (the primitive) is
+// dropped.
+std::string HloPhaseOf(absl::string_view op_name);
+
+// The report's Prediction of a simulated module (the parts listed above). Its options hold
+// predict's embedded default scenario as a stand-in: a Prediction cannot be without one; the
+// callers replace the scenario line and the JSON scenario. Fails only if that default does.
+absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Timeline& timeline,
+                                                  const Chip& chip, const Topology& topology);
+
+// The --hlo branch of RunPredictCommand, with its flags already parsed.
+int RunPredictHlo(const ParsedFlags& flags, CliIo& io);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_CLI_PREDICT_HLO_H_

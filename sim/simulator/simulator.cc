@@ -1,0 +1,277 @@
+// The model-agnostic step simulator (simulator.h).
+#include "sim/simulator/simulator.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "sim/comm/hlo_collectives.h"
+#include "sim/cost/grouped_matmul.h"
+#include "sim/cost/module_cost.h"
+#include "sim/cost/op_cost.h"
+#include "sim/cost/op_counts.h"
+#include "sim/interp/compute_plan.h"
+#include "sim/interp/interpreter.h"
+#include "sim/simulator/fusion.h"
+#include "sim/simulator/groups.h"
+#include "sim/util/checked_math.h"
+#include "sim/util/status.h"
+
+namespace perfsim {
+namespace {
+
+// The op_name of an instruction's metadata ({op_name="jit(f)/dot_general" ...}), "" for none.
+std::string OpNameOf(const Instruction& instruction) {
+  const std::string& m = instruction.attributes().metadata;
+  const size_t at = m.find("op_name=\"");
+  if (at == std::string::npos) return "";
+  std::string out;
+  for (size_t k = at + 9; k < m.size() && m[k] != '"'; ++k) {
+    if (m[k] == '\\' && k + 1 < m.size()) ++k;
+    out += m[k];
+  }
+  return out;
+}
+
+// Custom-call targets sim/cost models (op_counts_custom_call.cc): annotations and allocations
+// (no work), perfsim's grouped matmuls, TopK, cuBLAS gemms, and any kernel declaring a
+// cost_estimate. Another target's time would only be its HBM traffic.
+bool CustomCallModelled(const Instruction& instruction) {
+  const std::string& target = instruction.attributes().custom_call_target;
+  return target == "Sharding" || target == "SPMDFullToShardShape" ||
+         target == "SPMDShardToFullShape" || target == "AllocateBuffer" ||
+         absl::StartsWith(target, "xla.sdy.") || IsGroupedMatmulTarget(target) ||
+         target == "TopK" || absl::StartsWith(target, "__cublas$gemm") ||
+         absl::StartsWith(target, "__cublas$lt$matmul") ||
+         absl::StrContains(instruction.attributes().backend_config.value_or(""),
+                           "\"cost_estimate\"");
+}
+
+// While loops: known_trip_count, else the interpreter's counted-loop pattern.
+std::optional<int64_t> TripCount(const Instruction& instruction) {
+  if (std::optional<int64_t> known = KnownTripCount(instruction)) return known;
+  return StaticTripCount(instruction);
+}
+
+// Whether a computation (and what it calls) holds work whose time is not fully known: a
+// custom-call of an unmodelled target, or a while loop whose trip count is not XLA's
+// known_trip_count (sim/cost counts such a loop once).
+class UnknownWork {
+ public:
+  bool In(const Computation* computation) {
+    if (computation == nullptr) return false;
+    auto [it, inserted] = memo_.try_emplace(computation, false);
+    if (!inserted) return it->second;
+    bool unknown = false;
+    for (const auto& inner : computation->instructions()) {
+      if (Of(*inner)) {
+        unknown = true;
+        break;
+      }
+    }
+    memo_[computation] = unknown;
+    return unknown;
+  }
+  // The instruction itself (a nested while: sim/cost counts it by known_trip_count only).
+  bool Of(const Instruction& instruction) {
+    if (instruction.opcode() == Opcode::kCustomCall && !CustomCallModelled(instruction)) {
+      return true;
+    }
+    if (instruction.opcode() == Opcode::kWhile && !KnownTripCount(instruction).has_value()) {
+      return true;
+    }
+    for (const Computation* called : instruction.called_computations()) {
+      if (In(called)) return true;
+    }
+    return false;
+  }
+
+ private:
+  absl::flat_hash_map<const Computation*, bool> memo_;
+};
+
+// Seconds and true flops of one pass over a computation's instructions.
+absl::StatusOr<std::pair<double, double>> PassCost(const Computation* computation,
+                                                   const Chip& chip, const CostOptions& options) {
+  double seconds = 0, flops = 0;
+  if (computation == nullptr) return std::make_pair(seconds, flops);
+  for (const auto& inner : computation->instructions()) {
+    PERFSIM_ASSIGN_OR_RETURN(OpCost c, CostInstruction(*inner, chip, options));
+    seconds += c.seconds.value_or(0);
+    flops += c.counts.flops;
+  }
+  return std::make_pair(seconds, flops);
+}
+
+// An entry while loop whose trip count only the counted-loop pattern gives: sim/cost timed
+// one trip of body and condition; this is `trips` of the body and `trips + 1` of the condition.
+absl::Status CountTrips(const Instruction& instruction, int64_t trips, const Chip& chip,
+                        const CostOptions& options, OpCost& cost) {
+  PERFSIM_ASSIGN_OR_RETURN(auto body, PassCost(instruction.body(), chip, options));
+  PERFSIM_ASSIGN_OR_RETURN(auto condition, PassCost(instruction.condition(), chip, options));
+  const double n = static_cast<double>(trips);
+  cost.seconds = body.first * n + condition.first * (n + 1);
+  cost.counts.flops = body.second * n + condition.second * (n + 1);
+  return absl::OkStatus();
+}
+
+absl::Status Located(const Instruction& instruction, const absl::Status& status) {
+  const SourceLocation& at = instruction.location();
+  if (at.line <= 0) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(at.line, ":", at.column, ": ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<Topology> TopologyForModule(const Module& module, const Chip& chip,
+                                           absl::string_view mesh) {
+  const int64_t devices = ModuleDeviceCount(module);
+  if (mesh.empty()) return TopologyForDevices(chip, devices);
+  absl::StatusOr<Topology> topology = Topology::Create(chip, mesh);
+  if (!topology.ok()) return Annotate(topology.status(), absl::StrCat("--mesh ", mesh));
+  if (topology->num_devices() < devices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mesh ", mesh, ": expected at least the ", devices, " devices module ", module.name(),
+        " names; got ", topology->num_devices(), " devices (", chip.name(), " ", mesh, ")"));
+  }
+  return topology;
+}
+
+absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
+                                        const Topology& topology,
+                                        const SimulatorOptions& options) {
+  const Computation* entry = module.entry();
+  if (entry == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("module ", module.name(), ": expected an entry computation; got none"));
+  }
+  Timeline t;
+  t.module = module.name();
+  const bool flat = module.replica_count() * module.num_partitions() == 1;
+  t.num_devices = options.num_devices > 0 ? options.num_devices
+                  : flat                  ? topology.num_devices()
+                                          : ModuleDeviceCount(module);
+  if (t.num_devices > topology.num_devices()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "module ", module.name(), ": expected at most the ", topology.num_devices(),
+        " devices of ", topology.chip_name(), " ", topology.slice_shape(), "; got ",
+        t.num_devices, " devices"));
+  }
+
+  const auto& instructions = entry->instructions();
+  absl::flat_hash_map<const Instruction*, int64_t> index;
+  index.reserve(instructions.size());
+  for (size_t i = 0; i < instructions.size(); ++i) index[instructions[i].get()] = i;
+  const FusionPlan fusion = PlanFusion(*entry);
+  t.fused = fusion.applied;
+
+  CostMemo memo;
+  const CostOptions cost_options{.mode = CostMode::kTrue,
+                                 .num_devices = t.num_devices,
+                                 .topology = &topology,
+                                 .memo = &memo};
+  UnknownWork unknown_work;
+  ScheduleProblem problem{.num_devices = t.num_devices};
+  problem.ops.resize(instructions.size());
+  t.ops.resize(instructions.size());
+  std::vector<bool> operand_interior;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction& instruction = *instructions[i];
+    absl::StatusOr<OpCost> cost = CostInstruction(instruction, chip, cost_options);
+    if (!cost.ok()) return Located(instruction, cost.status());
+    bool untimed = !cost->seconds.has_value();
+    if (instruction.opcode() == Opcode::kWhile && !KnownTripCount(instruction).has_value()) {
+      if (std::optional<int64_t> trips = TripCount(instruction)) {
+        if (absl::Status s = CountTrips(instruction, *trips, chip, cost_options, *cost); !s.ok()) {
+          return Located(instruction, s);
+        }
+        // Only the loop's own count was missing: what it calls decides the rest.
+        bool inner_unknown = false;
+        for (const Computation* called : instruction.called_computations()) {
+          inner_unknown = inner_unknown || unknown_work.In(called);
+        }
+        untimed = untimed || inner_unknown;
+      } else {
+        untimed = true;
+      }
+    } else {
+      untimed = untimed || unknown_work.Of(instruction);
+    }
+    operand_interior.clear();
+    for (const Instruction* operand : instruction.operands()) {
+      operand_interior.push_back(fusion.interior[index.at(operand)]);
+    }
+    const OpCost fused =
+        fusion.applied ? FusedCost(instruction, *cost, fusion.interior[i], operand_interior)
+                       : *cost;
+    TimelineOp& op = t.ops[i];
+    op.instruction = &instruction;
+    op.name = instruction.name();
+    op.opcode = std::string(OpcodeSpelling(instruction.opcode()));
+    op.op_name = OpNameOf(instruction);
+    op.seconds = fused.seconds.value_or(0);
+    op.bound = fused.bound;
+    op.flops = fused.counts.flops;
+    op.bytes = fused.counts.bytes_accessed;
+    op.fused = fusion.interior[i];
+    op.lower_bound = untimed || !cost->unknown_rates.empty();
+    if (untimed) t.untimed.push_back(op.name);
+    for (const std::string& rate : cost->unknown_rates) {
+      if (std::find(t.unknown_rates.begin(), t.unknown_rates.end(), rate) ==
+          t.unknown_rates.end()) {
+        t.unknown_rates.push_back(rate);
+      }
+    }
+    const bool communication = IsCollectiveInstruction(instruction) &&
+                               !IsAsyncDone(instruction.opcode()) &&
+                               instruction.opcode() != Opcode::kAsyncUpdate;
+    op.stream = op.seconds <= 0    ? Stream::kNone
+                : communication ? Stream::kCommunication
+                                : Stream::kCompute;
+    if (communication) {
+      absl::StatusOr<std::vector<std::vector<int64_t>>> groups =
+          SyncGroups(instruction, t.num_devices);
+      if (!groups.ok()) return Located(instruction, groups.status());
+      op.groups = *std::move(groups);
+    }
+    ScheduleOp& s = problem.ops[i];
+    for (const Instruction* operand : instruction.operands()) s.operands.push_back(index.at(operand));
+    for (const Instruction* predecessor : instruction.control_predecessors()) {
+      s.operands.push_back(index.at(predecessor));
+    }
+    s.stream = op.stream;
+    s.duration = {op.seconds};
+    if (op.stream == Stream::kCommunication) s.groups = op.groups;
+    t.serial_seconds += op.seconds;
+    t.flops += op.flops;
+  }
+
+  PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, ScheduleGraph::Create(std::move(problem)));
+  ScheduleDurations durations;
+  durations.uniform.reserve(t.ops.size());
+  for (const TimelineOp& op : t.ops) durations.uniform.push_back(op.seconds);
+  durations.row.assign(t.ops.size(), -1);
+  PERFSIM_ASSIGN_OR_RETURN(t.schedule,
+                           SimulateSchedule(graph, durations, {.every_class = options.every_class}));
+  t.slowest_device = t.schedule.slowest_device;
+  const DeviceSchedule& slowest = t.schedule.device(t.slowest_device);
+  t.step_seconds = t.schedule.makespan;
+  t.compute_busy = slowest.compute_busy;
+  t.communication_busy = slowest.communication_busy;
+  t.exposed_communication = slowest.exposed_communication;
+
+  for (const Instruction* parameter : entry->parameters()) {
+    t.parameter_bytes = SaturatingAdd(t.parameter_bytes, parameter->shape().ByteSize());
+  }
+  absl::StatusOr<MemoryNeed> memory = ComputeMemoryNeed(module, t.num_devices, /*input_sets=*/1);
+  if (!memory.ok()) return Annotate(memory.status(), "HBM liveness");
+  t.peak_buffer_bytes = memory->device_bytes;
+  t.peak_at = memory->peak_at;
+  return t;
+}
+
+}  // namespace perfsim

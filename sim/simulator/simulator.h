@@ -1,0 +1,123 @@
+// The model-agnostic step simulator: any verified HLO module, one chip, one slice -> the
+// timeline of every distinct device, step time, exposed communication and HBM peak.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(Chip chip, ResolveChip("tpu_v5p"));
+//   PERFSIM_ASSIGN_OR_RETURN(Topology topology, TopologyForModule(module, chip, /*mesh=*/""));
+//   PERFSIM_ASSIGN_OR_RETURN(Timeline t, SimulateModule(module, chip, topology, {}));
+//   t.step_seconds;                  // the slowest device's finish time
+//   t.exposed_communication;         // communication the schedule failed to hide
+//   t.ops[i];                        // entry instruction i: duration, stream, bound, op_name ...
+//   t.schedule.device(d).start[i];   // when it starts on device d
+//
+// What it reads: nothing but the module (no model, no lowering). What it does:
+//   1. Every instruction of the entry computation is one schedule op (sim/schedule). Its
+//      duration is sim/cost's true-mode time (CostInstruction) on one device of `chip`, with
+//      collectives timed on `topology`: a fusion, a custom-call, a call, a conditional (its
+//      slowest branch) and an async computation are one kernel each; a while counts its body
+//      and condition `trips` and `trips + 1` times, the trip count being XLA's
+//      known_trip_count or, failing that, the counted-loop pattern the interpreter recognises
+//      (StaticTripCount, sim/interp/compute_plan.h); an unknown trip count counts one trip and
+//      the op is listed in `untimed` as a lower bound.
+//   2. An unfused module (no fusion in its entry) is loop-fused first (fusion.h): elementwise
+//      producers fused into their elementwise, dot and reduce consumers are not written to HBM.
+//   3. Collectives (and the -start of an async pair) run on the communication stream and
+//      synchronise their groups: replica_groups in XLA's group mode (channel_id,
+//      use_global_device_ids, the header's replica_count x num_partitions), a
+//      collective-permute's source-target pairs joined into connected groups. The -done of a
+//      pair costs 0 and waits for its start, so compute that depends on neither overlaps.
+//      Ops of zero duration (parameters, tuples, bitcasts, -done halves) occupy no stream.
+//   4. SimulateSchedule runs one static issue order on every device of the module (one
+//      simulation per class of identical devices; SPMD: every device has the same durations).
+//   5. HBM: entry parameters plus the interpreter's static liveness peak over its own
+//      evaluation order (constants included; sim/interp/memory_plan.h, through
+//      ComputeMemoryNeed), so the two agree on what is live.
+// Never a silent 0: an instruction whose time sim/cost cannot give, a custom-call of a target
+// perfsim does not model (its time is then only its HBM traffic), or a call, loop or
+// conditional holding such an op is listed in `untimed` and marked lower_bound.
+//
+// Errors: InvalidArgument for a module without an entry, a module of more devices than the
+// topology has, a collective whose groups name devices out of range, or an instruction sim/cost
+// refuses (the message names it, with its line:column when the text gave one).
+#ifndef PERFSIM_SIM_SIMULATOR_SIMULATOR_H_
+#define PERFSIM_SIM_SIMULATOR_SIMULATOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sim/comm/topology.h"
+#include "sim/cost/cost_types.h"
+#include "sim/hw/chip.h"
+#include "sim/ir/instruction.h"
+#include "sim/schedule/schedule.h"
+
+namespace perfsim {
+
+struct SimulatorOptions {
+  // Devices the module runs on; 0: ModuleDeviceCount (header counts or the largest device id
+  // its collectives name, plus one). At most topology.num_devices().
+  int64_t num_devices = 0;
+  // Every device class's full timeline (a trace of several devices); false completes only the
+  // slowest device's (SimulateOptions::every_class).
+  bool every_class = true;
+};
+
+// One entry instruction, as simulated. Times are the same on every device (SPMD); where it
+// starts differs per device and is in Timeline::schedule.
+struct TimelineOp {
+  const Instruction* instruction = nullptr;
+  std::string name;
+  std::string opcode;
+  std::string op_name;  // metadata op_name, "" when none
+  Stream stream = Stream::kNone;
+  double seconds = 0;  // duration
+  Bound bound = Bound::kNone;
+  double flops = 0;  // true counts (loops times their trips)
+  double bytes = 0;  // HBM bytes read and written, after fusion
+  bool fused = false;        // interior of a loop fusion (fusion.h): no HBM write, no launch
+  bool lower_bound = false;  // untimed work or a chip rate missing: the time is a lower bound
+  std::vector<std::vector<int64_t>> groups;  // collectives: the device groups it synchronises
+};
+
+struct Timeline {
+  std::string module;
+  int64_t num_devices = 1;
+  std::vector<TimelineOp> ops;  // the entry's instructions, in text order
+  // Issue order, device classes and each class's start/finish per op (schedule.h).
+  Schedule schedule;
+  // The slowest device's figures.
+  int64_t slowest_device = 0;
+  double step_seconds = 0;  // makespan
+  double compute_busy = 0;
+  double communication_busy = 0;
+  double exposed_communication = 0;
+  double serial_seconds = 0;  // every op one after another (what `perfsim cost` sums)
+  // HBM per device: entry parameters, and the peak of the other live buffers (constants
+  // included) with where it happens ("while.2 > dot.7").
+  int64_t parameter_bytes = 0;
+  int64_t peak_buffer_bytes = 0;
+  std::string peak_at;
+  // Names of the instructions whose time is not (fully) known; see the header comment.
+  std::vector<std::string> untimed;
+  std::vector<std::string> unknown_rates;  // chip rates the costs needed and the chip lacks
+  // FLOP the module executes on one device (true counts, every op, loops times their trips):
+  // the "model flops" of a real module, recomputation included.
+  double flops = 0;
+  bool fused = false;  // loop fusion applied (the module was not fused)
+};
+
+// The slice for a module: `mesh` when given (Topology::Create), else TopologyForDevices of its
+// ModuleDeviceCount (sim/cost/module_cost.h). InvalidArgument when a given mesh has fewer
+// devices than the module names.
+absl::StatusOr<Topology> TopologyForModule(const Module& module, const Chip& chip,
+                                           absl::string_view mesh);
+
+absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
+                                        const Topology& topology,
+                                        const SimulatorOptions& options = {});
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_SIMULATOR_SIMULATOR_H_

@@ -1,0 +1,178 @@
+// Loop and producer fusion of unfused modules (sim/simulator/fusion.h), alone and through the
+// simulator: an unfused elementwise chain against its compiled twin (one loop fusion), and a
+// convert feeding a dot (issue 12, item 4). Expected bytes come from the shapes.
+#include "sim/simulator/fusion.h"
+
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/ir/verifier.h"
+#include "sim/simulator/simulator.h"
+
+namespace perfsim {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::unique_ptr<Module> Parse(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, "test.hlo");
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return nullptr;
+  absl::Status verified = VerifyModule(**m);
+  EXPECT_TRUE(verified.ok()) << verified;
+  return *std::move(m);
+}
+
+absl::StatusOr<Timeline> Simulate(const Module& m, const std::string& hw) {
+  absl::StatusOr<Chip> chip = ResolveChip(hw);
+  if (!chip.ok()) return chip.status();
+  absl::StatusOr<Topology> topology = TopologyForModule(m, *chip, "");
+  if (!topology.ok()) return topology.status();
+  return SimulateModule(m, *chip, *topology);
+}
+
+const TimelineOp& Op(const Timeline& t, const std::string& name) {
+  for (const TimelineOp& op : t.ops) {
+    if (op.name == name) return op;
+  }
+  ADD_FAILURE() << "no op " << name;
+  return t.ops[0];
+}
+
+// exp(x) + y, times z: three elementwise ops of 4 MiB arrays.
+constexpr char kUnfused[] = R"(HloModule chain
+
+ENTRY main {
+  x = f32[1024,1024]{1,0} parameter(0)
+  y = f32[1024,1024]{1,0} parameter(1)
+  z = f32[1024,1024]{1,0} parameter(2)
+  a = f32[1024,1024]{1,0} exponential(x)
+  b = f32[1024,1024]{1,0} add(a, y)
+  ROOT c = f32[1024,1024]{1,0} multiply(b, z)
+}
+)";
+
+constexpr char kFusedTwin[] = R"(HloModule chain_fused
+
+fused {
+  x = f32[1024,1024]{1,0} parameter(0)
+  y = f32[1024,1024]{1,0} parameter(1)
+  z = f32[1024,1024]{1,0} parameter(2)
+  a = f32[1024,1024]{1,0} exponential(x)
+  b = f32[1024,1024]{1,0} add(a, y)
+  ROOT c = f32[1024,1024]{1,0} multiply(b, z)
+}
+
+ENTRY main {
+  x = f32[1024,1024]{1,0} parameter(0)
+  y = f32[1024,1024]{1,0} parameter(1)
+  z = f32[1024,1024]{1,0} parameter(2)
+  ROOT f = f32[1024,1024]{1,0} fusion(x, y, z), kind=kLoop, calls=fused
+}
+)";
+
+TEST(Fusion, PlanMarksProducersWhoseUsersAllFuse) {
+  std::unique_ptr<Module> m = Parse(kUnfused);
+  ASSERT_NE(m, nullptr);
+  const FusionPlan plan = PlanFusion(*m->entry());
+  EXPECT_TRUE(plan.applied);
+  // x y z a b c: parameters are not fusible; a and b feed elementwise ops; c is the root.
+  EXPECT_THAT(plan.interior, ElementsAre(false, false, false, true, true, false));
+  std::unique_ptr<Module> twin = Parse(kFusedTwin);
+  ASSERT_NE(twin, nullptr);
+  EXPECT_FALSE(PlanFusion(*twin->entry()).applied);
+}
+
+// Fused, the chain reads x, y, z and writes c once: 4 arrays of 4 MiB, the twin's bytes. Each
+// op is memory-bound on the H100, so its time is its bytes over the bandwidth plus one launch
+// for the chain, the twin's time.
+TEST(Fusion, UnfusedChainCostsItsFusedTwin) {
+  std::unique_ptr<Module> m = Parse(kUnfused), twin = Parse(kFusedTwin);
+  ASSERT_NE(m, nullptr);
+  ASSERT_NE(twin, nullptr);
+  absl::StatusOr<Timeline> t = Simulate(*m, "gpu_h100"), f = Simulate(*twin, "gpu_h100");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(t->fused);
+  EXPECT_FALSE(f->fused);
+  const double array = 1024.0 * 1024 * 4;
+  EXPECT_EQ(Op(*t, "a").bytes, array);      // reads x
+  EXPECT_EQ(Op(*t, "b").bytes, array);      // reads y
+  EXPECT_EQ(Op(*t, "c").bytes, 2 * array);  // reads z, writes c
+  EXPECT_TRUE(Op(*t, "a").fused);
+  EXPECT_EQ(Op(*f, "f").bytes, 4 * array);
+  for (const char* name : {"a", "b", "c"}) ASSERT_EQ(Op(*t, name).bound, Bound::kMemory) << name;
+  ASSERT_EQ(Op(*f, "f").bound, Bound::kMemory);
+  EXPECT_NEAR(t->step_seconds, f->step_seconds, 1e-12 * f->step_seconds);
+}
+
+// Issue 12, item 4: a convert feeding a dot fuses into it. The convert reads its bf16 input
+// (2 bytes an element) and writes nothing; the dot reads w and writes its result, not the f32
+// copy of x.
+TEST(Fusion, ConvertFusesIntoTheDotThatReadsIt) {
+  std::unique_ptr<Module> m = Parse(R"(HloModule convert_dot
+
+ENTRY main {
+  x = bf16[512,1024]{1,0} parameter(0)
+  w = f32[1024,256]{1,0} parameter(1)
+  c = f32[512,1024]{1,0} convert(x)
+  ROOT d = f32[512,256]{1,0} dot(c, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)");
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<Timeline> t = Simulate(*m, "tpu_v5p");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(Op(*t, "c").fused);
+  EXPECT_EQ(Op(*t, "c").bytes, 512.0 * 1024 * 2);
+  EXPECT_EQ(Op(*t, "d").bytes, 1024.0 * 256 * 4 + 512.0 * 256 * 4);
+}
+
+TEST(Fusion, ProducerWithAnOpaqueUserIsNotFused) {
+  std::unique_ptr<Module> m = Parse(R"(HloModule kept
+
+ENTRY main {
+  x = f32[64]{0} parameter(0)
+  a = f32[64]{0} negate(x)
+  s = f32[64]{0} sort(a), dimensions={0}, to_apply=lt
+  ROOT r = f32[64]{0} add(a, s)
+}
+
+lt {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT c = pred[] compare(p, q), direction=LT
+}
+)");
+  ASSERT_NE(m, nullptr);
+  const FusionPlan plan = PlanFusion(*m->entry());
+  EXPECT_THAT(plan.interior, ElementsAre(false, false, false, false));
+}
+
+TEST(Fusion, FusedCostDropsTheWriteAndTheLaunch) {
+  std::unique_ptr<Module> m = Parse(kUnfused);
+  ASSERT_NE(m, nullptr);
+  const Instruction& b = *m->entry()->instructions()[4];
+  OpCost cost;
+  cost.counts = OpCounts{.bytes_accessed = 300, .operand_bytes = {100, 100}, .output_bytes = 100};
+  cost.compute_seconds = 1;
+  cost.memory_seconds = 3;
+  cost.overhead_seconds = 0.5;
+  cost.seconds = 3.5;
+  cost.bound = Bound::kMemory;
+  const std::vector<bool> operand_interior = {true, false};
+  const OpCost fused = FusedCost(b, cost, /*interior=*/true, operand_interior);
+  EXPECT_EQ(fused.counts.bytes_accessed, 100);  // only y is read
+  EXPECT_EQ(fused.memory_seconds, 1);
+  EXPECT_EQ(fused.overhead_seconds, 0);
+  EXPECT_EQ(fused.seconds, 1);
+  EXPECT_EQ(fused.bound, Bound::kCompute);
+  const std::vector<bool> none = {false, false};
+  EXPECT_EQ(FusedCost(b, cost, false, none).seconds, 3.5);
+}
+
+}  // namespace
+}  // namespace perfsim
