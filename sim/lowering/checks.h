@@ -75,8 +75,10 @@ absl::Status CheckReceiveBuffers(const LoweredStep& step);
 enum class GroupRows { kAssignments, kAlignedAssignments, kGatheredAssignments, kReceivedRows };
 
 // Marks the group-sizes producer with frontend_attributes={perfsim_groups="...",
-// [perfsim_align="A"]}.
-void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align);
+// [perfsim_align="A"]}, and its annotation with what it holds (RaggedSizes: the device's or
+// the EP group's rows, E_l received groups at r·E_l, gathered groups rolled by r·roll, align).
+void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
+                      int64_t roll_per_ep_rank = 0);
 
 // For every ragged-dot (operand 2), perfsim.gmm / perfsim.tgmm (operand 2) and
 // perfsim.fused_ffn (operand 4): FailedPrecondition when the group sizes are undeclared, or

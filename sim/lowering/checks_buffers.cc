@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/checks.h"
 
 namespace perfsim {
@@ -158,9 +159,30 @@ void DeclareTruncatedTo(Instruction* instruction, int64_t rows) {
   SetFrontendAttribute(instruction, kTruncatedKey, absl::StrCat(rows));
 }
 
-void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align) {
+void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
+                      int64_t roll_per_ep_rank) {
   SetFrontendAttribute(group_sizes, kGroupsKey, GroupRowsName(rows));
   if (align > 1) SetFrontendAttribute(group_sizes, kAlignKey, absl::StrCat(align));
+  // What the sizes hold, for predict (proto/annotation.proto RaggedSizes).
+  const int64_t count = Rows(*group_sizes, 0);
+  UpdateAnnotation(group_sizes, [&](Annotation& a) {
+    RaggedSizes& r = *a.mutable_ragged();
+    switch (rows) {
+      case GroupRows::kAssignments:
+      case GroupRows::kAlignedAssignments: r.set_rows(RaggedSizes::ROWS_DEVICE); break;
+      case GroupRows::kGatheredAssignments:
+        r.set_rows(RaggedSizes::ROWS_EP_GROUP);
+        r.set_roll_per_ep_rank(roll_per_ep_rank);
+        break;
+      case GroupRows::kReceivedRows:
+        // The E_l = count experts of EP rank r start at r·E_l.
+        r.set_rows(RaggedSizes::ROWS_EP_GROUP);
+        r.set_group_offset_per_ep_rank(count);
+        break;
+    }
+    r.set_group_count(count);
+    if (align > 1) r.set_align(align);
+  });
 }
 
 absl::Status CheckReceiveBuffers(const LoweredStep& step) {

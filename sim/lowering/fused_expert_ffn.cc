@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/backends_internal.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/megablox_calls.h"
@@ -124,6 +125,10 @@ class FusedExpertFfn final : public SortedKernelBackend {
         {PadRows(s, x_rows, rows.padded_rows), s.wi_0, s.wi_1, s.wo, s.saved[kGroupSizes]},
         x_rows.type(), "MD", {rows.padded_rows, x_rows.size('D')}, kFusedFfnTarget,
         FusedBackendConfig(t, s.spec.knobs.fused_tiling, s.spec.model.proto().activation()));
+    UpdateAnnotation(out.op, [&](Annotation& a) {
+      *a.mutable_kernel() =
+          KernelConfig(Kernel::KERNEL_FUSED_FFN, Kernel::PROJECTION_UNSPECIFIED, t);
+    });
     // Rows [m, m_p) belong to no group: unwritten (poisoned) by the kernel, dropped here.
     s.saved[kOut] = FirstRows(nb, out, rows.rows);
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sim/ir/builder.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/collectives.h"
 #include "sim/lowering/ffn.h"
 #include "sim/moe/step_graph.h"
@@ -124,9 +125,23 @@ std::vector<int64_t> LocalDims(const TensorSpec& t, const Parallelism& p) {
   return dims;
 }
 
+// Stage and phase on the entry instructions [begin, end) a stage added (instructions it reused
+// from an earlier stage keep theirs).
+void AnnotateStage(ComputationBuilder& entry, int64_t begin, Stage stage) {
+  const auto& instructions = entry.computation()->instructions();
+  for (size_t i = static_cast<size_t>(begin); i < instructions.size(); ++i) {
+    UpdateAnnotation(instructions[i].get(), [&](Annotation& a) {
+      a.set_stage(AnnotationStage(stage));
+      a.set_phase(AnnotationPhase(stage));
+    });
+  }
+}
+
 TensorSpec Spec(std::string name, std::string dims, std::vector<int64_t> global, PrimitiveType type,
-                std::vector<std::vector<MeshAxis>> split) {
-  return TensorSpec{std::move(name), std::move(dims), std::move(global), type, std::move(split)};
+                std::vector<std::vector<MeshAxis>> split,
+                Annotation::Role role = Annotation::ROLE_UNSPECIFIED) {
+  return TensorSpec{std::move(name), std::move(dims), std::move(global), type, std::move(split),
+                    role};
 }
 
 // Shared expert forward and backward, lowered here for every backend: a dense gated MLP of
@@ -253,28 +268,36 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
 
   LoweredStep step{.spec = spec};
   std::vector<TensorSpec>& params = step.parameters;
-  params.push_back(Spec("x", "TD", {T, D}, act, {tokens, {}}));
-  params.push_back(Spec("router_w", "DE", {D, E}, param, {fsdp, {}}));
-  params.push_back(Spec("wi_0", "EDF", {E, D, F}, param, expert_split("EDF")));
-  params.push_back(Spec("wi_1", "EDF", {E, D, F}, param, expert_split("EDF")));
-  params.push_back(Spec("wo", "EFD", {E, F, D}, param, expert_split("EFD")));
-  if (bias) params.push_back(Spec("router_bias", "E", {E}, PrimitiveType::kF32, {{}}));
+  constexpr Annotation::Role kActivation = Annotation::ROLE_ACTIVATION;
+  constexpr Annotation::Role kTrained = Annotation::ROLE_TRAINED_WEIGHT;
+  params.push_back(Spec("x", "TD", {T, D}, act, {tokens, {}}, kActivation));
+  params.push_back(Spec("router_w", "DE", {D, E}, param, {fsdp, {}}, kTrained));
+  params.push_back(Spec("wi_0", "EDF", {E, D, F}, param, expert_split("EDF"), kTrained));
+  params.push_back(Spec("wi_1", "EDF", {E, D, F}, param, expert_split("EDF"), kTrained));
+  params.push_back(Spec("wo", "EFD", {E, F, D}, param, expert_split("EFD"), kTrained));
+  if (bias) {
+    params.push_back(Spec("router_bias", "E", {E}, PrimitiveType::kF32, {{}}, kTrained));
+  }
   if (score_bias) {
-    params.push_back(Spec("router_score_bias", "E", {E}, PrimitiveType::kF32, {{}}));
+    // The score-correction bias is not trained by gradients (proto/model.proto).
+    params.push_back(Spec("router_score_bias", "E", {E}, PrimitiveType::kF32, {{}},
+                          Annotation::ROLE_FROZEN_WEIGHT));
   }
   if (shared) {
-    params.push_back(Spec("ws_0", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}));
-    params.push_back(Spec("ws_1", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}));
-    params.push_back(Spec("ws_o", "HD", {H, D}, param, {{MeshAxis::kTp}, fsdp}));
+    params.push_back(Spec("ws_0", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}, kTrained));
+    params.push_back(Spec("ws_1", "DH", {D, H}, param, {fsdp, {MeshAxis::kTp}}, kTrained));
+    params.push_back(Spec("ws_o", "HD", {H, D}, param, {{MeshAxis::kTp}, fsdp}, kTrained));
   }
-  if (backward) params.push_back(Spec("dy", "TD", {T, D}, act, {tokens, {}}));
+  if (backward) {
+    params.push_back(Spec("dy", "TD", {T, D}, act, {tokens, {}}, Annotation::ROLE_COTANGENT));
+  }
   step.outputs.push_back(Spec("y", "TD", {T, D}, act, {tokens, {}}));
   if (backward) {
     for (const TensorSpec& t : params) {
-      // The score-correction bias is not trained by gradients (proto/model.proto).
-      if (t.name == "dy" || t.name == "router_score_bias") continue;
+      if (t.role != kActivation && t.role != kTrained) continue;
       TensorSpec g = t;
-      g.name = absl::StrCat(t.name == "x" ? "d" : "d_", t.name);
+      g.name = absl::StrCat(t.role == kActivation ? "d" : "d_", t.name);
+      g.role = Annotation::ROLE_UNSPECIFIED;
       step.outputs.push_back(std::move(g));
     }
   }
@@ -283,6 +306,11 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   ComputationBuilder& entry = mb.Entry("main");
   NamedBuilder nb(mb, entry, &step.dim_names, &step.residuals);
   nb.set_masked_grouped_matmuls(spec.knobs.grouped_matmul == GroupedMatmulForm::kMaskedDot);
+  // A spec built without StepSpec::Defaults has no knobs: megablox's own default.
+  auto knob = [](const GmmTiling& t) {
+    return t.tm > 0 && t.tk > 0 && t.tn > 0 ? t : GmmTiling{128, 128, 128};
+  };
+  nb.set_ragged_dot_tilings(knob(spec.knobs.wi.fwd), knob(spec.knobs.wo.fwd));
   StepState s{.spec = spec, .nb = nb};
   Weights weights;
   absl::flat_hash_map<std::string, Tensor*> slots = {
@@ -294,6 +322,7 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   for (size_t i = 0; i < params.size(); ++i) {
     const TensorSpec& t = params[i];
     *slots[t.name] = nb.Parameter(static_cast<int64_t>(i), t.name, t.type, t.dims, LocalDims(t, p));
+    UpdateAnnotation(slots[t.name]->op, [&](Annotation& a) { a.set_role(t.role); });
   }
   // Without fsdp the stages read the parameters (the weight_gather stages do not exist).
   GatherWeights(s, weights, /*gather_over_fsdp=*/false);
@@ -306,7 +335,9 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   std::vector<Tensor> results;
   for (int node : order) {
     const Stage stage = graph.stages[node];
+    // op_name stays for readers of dumps; the annotation is what passes read.
     mb.SetOpNameScope(absl::StrCat("moe/", StageName(stage)));
+    const int64_t stage_begin = nb.InstructionCount();
     switch (stage) {
       case Stage::kWeightGather:
       case Stage::kWeightGatherBwd: GatherWeights(s, weights); break;
@@ -356,6 +387,7 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
         break;
       }
     }
+    AnnotateStage(entry, stage_begin, stage);
     if (!mb.status().ok()) break;
     // A backend that forgot to write a stage's output is a lowering bug, caught here.
     if (stage == Stage::kCombine && s.y_routed.op == nullptr) {

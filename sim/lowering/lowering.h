@@ -49,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "proto/annotation.pb.h"
 #include "sim/ir/instruction.h"
 #include "sim/lowering/named_builder.h"
 #include "sim/lowering/router.h"
@@ -73,6 +74,8 @@ struct TensorSpec {
   PrimitiveType type = PrimitiveType::kF32;
   // split[i]: the mesh axes dimension i is split over, major to minor (empty: replicated).
   std::vector<std::vector<MeshAxis>> split;
+  // Parameters: what the value is (also on the parameter instruction's annotation).
+  Annotation::Role role = Annotation::ROLE_UNSPECIFIED;
 };
 
 struct LoweredStep {

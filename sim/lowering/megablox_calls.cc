@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/checks.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
@@ -115,6 +116,12 @@ Tensor LocalGroupSizes(NamedBuilder& nb, const Tensor& group_sizes, int64_t grou
   Tensor local = nb.Slice(group_sizes, {0}, {groups});
   local.op->mutable_attributes()->frontend_attributes =
       group_sizes.op->attributes().frontend_attributes;
+  if (group_sizes.op->annotation() != nullptr && group_sizes.op->annotation()->has_ragged()) {
+    UpdateAnnotation(local.op, [&](Annotation& a) {
+      *a.mutable_ragged() = group_sizes.op->annotation()->ragged();
+      a.mutable_ragged()->set_group_count(groups);
+    });
+  }
   return local;
 }
 
@@ -133,6 +140,10 @@ Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor&
                              std::string{lhs.dims[0], rhs.dims[transpose_rhs ? 1 : 2]},
                              {rows.padded_rows, n}, kGmmTarget, GmmBackendConfig(t, transpose_rhs));
   DeclareKernelRole(out.op, role);
+  UpdateAnnotation(out.op, [&](Annotation& a) {
+    *a.mutable_kernel() =
+        KernelConfig(Kernel::KERNEL_GMM, ProjectionOfRole(role), t, transpose_rhs);
+  });
   // Rows [m, m_p) belong to no group: unwritten (poisoned) by the kernel, dropped here.
   return FirstRows(nb, out, rows.rows);
 }
@@ -158,6 +169,9 @@ Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor&
                             std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n},
                             kTgmmTarget, TgmmBackendConfig(t));
   DeclareKernelRole(dw.op, role);
+  UpdateAnnotation(dw.op, [&](Annotation& a) {
+    *a.mutable_kernel() = KernelConfig(Kernel::KERNEL_TGMM, ProjectionOfRole(role), t);
+  });
   return dw;
 }
 

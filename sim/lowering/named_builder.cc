@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sim/lowering/annotations.h"
 
 namespace perfsim {
 
@@ -135,8 +136,10 @@ Tensor NamedBuilder::GroupedForward(const Tensor& lhs, const Tensor& rhs,
   d.dot.rhs_contracting_dimensions = {1};
   d.lhs_ragged_dimensions = {0};
   d.rhs_group_dimensions = {0};
-  return RaggedDot(lhs, rhs, group_sizes, std::move(d),
-                   std::string{lhs.dims[0], rhs.dims.size() == 3 ? rhs.dims[2] : 'X'});
+  Tensor out = RaggedDot(lhs, rhs, group_sizes, std::move(d),
+                         std::string{lhs.dims[0], rhs.dims.size() == 3 ? rhs.dims[2] : 'X'});
+  AnnotateRaggedDot(out, rhs.dims);
+  return out;
 }
 
 Tensor NamedBuilder::GroupedDlhs(const Tensor& dy, const Tensor& rhs, const Tensor& group_sizes) {
@@ -148,8 +151,10 @@ Tensor NamedBuilder::GroupedDlhs(const Tensor& dy, const Tensor& rhs, const Tens
   d.dot.rhs_contracting_dimensions = {2};
   d.lhs_ragged_dimensions = {0};
   d.rhs_group_dimensions = {0};
-  return RaggedDot(dy, rhs, group_sizes, std::move(d),
-                   std::string{dy.dims[0], rhs.dims.size() == 3 ? rhs.dims[1] : 'X'});
+  Tensor out = RaggedDot(dy, rhs, group_sizes, std::move(d),
+                         std::string{dy.dims[0], rhs.dims.size() == 3 ? rhs.dims[1] : 'X'});
+  AnnotateRaggedDot(out, rhs.dims);
+  return out;
 }
 
 Tensor NamedBuilder::GroupedDrhs(const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes) {
@@ -160,9 +165,25 @@ Tensor NamedBuilder::GroupedDrhs(const Tensor& lhs, const Tensor& dy, const Tens
   d.dot.lhs_contracting_dimensions = {0};
   d.dot.rhs_contracting_dimensions = {0};
   d.lhs_ragged_dimensions = {0};
-  return RaggedDot(lhs, dy, group_sizes, std::move(d),
-                   std::string{'E', lhs.dims.size() == 2 ? lhs.dims[1] : 'X',
-                               dy.dims.size() == 2 ? dy.dims[1] : 'X'});
+  Tensor out = RaggedDot(lhs, dy, group_sizes, std::move(d),
+                         std::string{'E', lhs.dims.size() == 2 ? lhs.dims[1] : 'X',
+                                     dy.dims.size() == 2 ? dy.dims[1] : 'X'});
+  AnnotateRaggedDot(out, out.dims);
+  return out;
+}
+
+void NamedBuilder::AnnotateRaggedDot(const Tensor& ragged_dot, absl::string_view weight_dims) const {
+  if (mb_.IsPlaceholder(ragged_dot.op)) return;
+  // wi maps D to F (or N, the fused wi_0|wi_1): [E, D, ·]; wo maps F to D: [E, ·, D]. A weight
+  // of neither form takes wi's tiling, unnamed.
+  Kernel::Projection projection = Kernel::PROJECTION_UNSPECIFIED;
+  if (weight_dims.size() == 3 && weight_dims[1] == 'D') projection = Kernel::PROJECTION_WI;
+  if (weight_dims.size() == 3 && weight_dims[2] == 'D') projection = Kernel::PROJECTION_WO;
+  const GmmTiling& tiling =
+      projection == Kernel::PROJECTION_WO ? ragged_dot_wo_ : ragged_dot_wi_;
+  UpdateAnnotation(ragged_dot.op, [&](Annotation& a) {
+    *a.mutable_kernel() = KernelConfig(Kernel::KERNEL_RAGGED_DOT, projection, tiling);
+  });
 }
 
 Tensor NamedBuilder::Unary(Opcode opcode, const Tensor& a) {

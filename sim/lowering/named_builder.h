@@ -31,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "sim/ir/builder.h"
+#include "sim/moe/step_spec.h"
 
 namespace perfsim {
 
@@ -105,6 +106,14 @@ class NamedBuilder {
   Tensor GroupedDlhs(const Tensor& dy, const Tensor& rhs, const Tensor& group_sizes);
   Tensor GroupedDrhs(const Tensor& lhs, const Tensor& dy, const Tensor& group_sizes);
   void set_masked_grouped_matmuls(bool masked) { masked_grouped_ = masked; }
+  // The (tm, tk, tn) each ragged-dot runs with, by the projection its weight is (named [E, D, ·]:
+  // wi; [E, F, D]: wo): XLA:TPU's ragged_dot_tiling metadata, which MaxText sets to the
+  // projection's forward tiles (sim/predict/ragged_dot_tiling.h). Written on the ragged-dot's
+  // annotation (kernel KERNEL_RAGGED_DOT, its projection and tiling).
+  void set_ragged_dot_tilings(const GmmTiling& wi, const GmmTiling& wo) {
+    ragged_dot_wi_ = wi;
+    ragged_dot_wo_ = wo;
+  }
   bool masked_grouped_matmuls() const { return masked_grouped_; }
   // pred [rows, G] named (rows_name, group_name): row m belongs to group g, i.e.
   // Σ_{i<g} gs[i] ≤ m < Σ_{i≤g} gs[i].
@@ -180,7 +189,13 @@ class NamedBuilder {
   ComputationBuilder& b_;
   DimNameTable* names_;
   ResidualTable* residuals_;
+  // Annotates a grouped-matmul ragged-dot whose weight (or weight gradient) is named
+  // `weight_dims` with its kernel configuration.
+  void AnnotateRaggedDot(const Tensor& ragged_dot, absl::string_view weight_dims) const;
+
   bool masked_grouped_ = false;
+  GmmTiling ragged_dot_wi_{128, 128, 128};
+  GmmTiling ragged_dot_wo_{128, 128, 128};
 };
 
 }  // namespace perfsim

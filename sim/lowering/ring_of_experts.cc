@@ -133,7 +133,7 @@ class RingOfExperts final : public MoeBackend {
                           nb.Mul(MeshIndex(s, MeshAxis::kEp), nb.Scalar(kS32, e_l)));
     Tensor rolled = nb.Binary(Opcode::kRemainder, nb.Add(ids_g, shift), nb.Scalar(kS32, e));
     Permutation p = PermuteByExpert(nb, x_g, rolled, e);
-    DeclareGroupRows(p.group_sizes.op, GroupRows::kGatheredAssignments, 0);
+    DeclareGroupRows(p.group_sizes.op, GroupRows::kGatheredAssignments, 0, /*roll=*/e_l);
     Tensor rows = p.rows;
     if (s.router.input_scale.op != nullptr) {
       // Llama 4: each sorted row is scaled by its assignment's σ(v).

@@ -1,0 +1,74 @@
+// Annotation helpers of the lowering (annotations.h).
+#include "sim/lowering/annotations.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/match.h"
+
+namespace perfsim {
+
+Annotation::Stage AnnotationStage(Stage stage) {
+  // proto/annotation.proto lists the stages in Stage's order, from 1.
+  return static_cast<Annotation::Stage>(static_cast<int>(stage) + 1);
+}
+
+Annotation::Phase AnnotationPhase(Stage stage) {
+  switch (stage) {
+    case Stage::kWeightGather:
+    case Stage::kRouter:
+    case Stage::kPermute:
+    case Stage::kDispatch:
+    case Stage::kExperts:
+    case Stage::kCombine:
+    case Stage::kSharedExpert:
+    case Stage::kOutput: return Annotation::PHASE_FORWARD;
+    case Stage::kWeightGatherBwd:
+    case Stage::kCombineBwd:
+    case Stage::kExpertsBwd:
+    case Stage::kDispatchBwd:
+    case Stage::kPermuteBwd:
+    case Stage::kRouterBwd:
+    case Stage::kSharedExpertBwd:
+    case Stage::kGradSync: return Annotation::PHASE_BACKWARD;
+  }
+  return Annotation::PHASE_UNSPECIFIED;
+}
+
+std::optional<Stage> StageOfAnnotation(const Annotation* annotation) {
+  if (annotation == nullptr) return std::nullopt;
+  const int value = static_cast<int>(annotation->stage());
+  if (value < 1 || value > static_cast<int>(Stage::kGradSync) + 1) return std::nullopt;
+  return static_cast<Stage>(value - 1);
+}
+
+std::string StageNameOf(const Instruction& instruction) {
+  const std::optional<Stage> stage = StageOfAnnotation(instruction.annotation());
+  return stage.has_value() ? std::string(StageName(*stage)) : std::string();
+}
+
+void UpdateAnnotation(Instruction* instruction, const std::function<void(Annotation&)>& update) {
+  Annotation a = instruction->annotation() != nullptr ? *instruction->annotation() : Annotation();
+  update(a);
+  instruction->set_annotation(std::make_shared<const Annotation>(std::move(a)));
+}
+
+Kernel KernelConfig(Kernel::Name kernel, Kernel::Projection projection, const GmmTiling& tiling,
+                    bool transpose_rhs) {
+  Kernel k;
+  k.set_kernel(kernel);
+  k.set_projection(projection);
+  k.set_tm(tiling.tm);
+  k.set_tk(tiling.tk);
+  k.set_tn(tiling.tn);
+  k.set_transpose_rhs(transpose_rhs);
+  return k;
+}
+
+Kernel::Projection ProjectionOfRole(absl::string_view role) {
+  if (absl::StartsWith(role, "wi.")) return Kernel::PROJECTION_WI;
+  if (absl::StartsWith(role, "wo.")) return Kernel::PROJECTION_WO;
+  return Kernel::PROJECTION_UNSPECIFIED;
+}
+
+}  // namespace perfsim

@@ -1,0 +1,43 @@
+// The lowering's side of the typed annotations (proto/annotation.proto): the Stage <-> enum
+// mapping, and small helpers that add to an instruction's annotation.
+//
+//   UpdateAnnotation(op, [](Annotation& a) { a.set_role(Annotation::ROLE_COTANGENT); });
+//   StageOfAnnotation(instruction.annotation());   // Stage::kExperts, or nullopt
+//
+// Readers (sim/predict, the static checks) take a stage from here, never from op_name text.
+#ifndef PERFSIM_SIM_LOWERING_ANNOTATIONS_H_
+#define PERFSIM_SIM_LOWERING_ANNOTATIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "proto/annotation.pb.h"
+#include "sim/ir/instruction.h"
+#include "sim/moe/step_graph.h"
+#include "sim/moe/step_spec.h"
+
+namespace perfsim {
+
+Annotation::Stage AnnotationStage(Stage stage);
+// Forward for the forward stages, backward for the *_bwd ones and grad_sync.
+Annotation::Phase AnnotationPhase(Stage stage);
+// The stage an annotation names; nullopt when there is none (or it is unspecified).
+std::optional<Stage> StageOfAnnotation(const Annotation* annotation);
+// StageName of the annotated stage, "" when none.
+std::string StageNameOf(const Instruction& instruction);
+
+// Copies the instruction's annotation (or an empty one), lets `update` change it, stores it.
+void UpdateAnnotation(Instruction* instruction, const std::function<void(Annotation&)>& update);
+
+// The kernel configuration of a grouped-matmul call or ragged-dot.
+Kernel KernelConfig(Kernel::Name kernel, Kernel::Projection projection, const GmmTiling& tiling,
+                    bool transpose_rhs = false);
+// "wi.fwd", "wo.dlhs", ... -> the projection; unspecified for anything else.
+Kernel::Projection ProjectionOfRole(absl::string_view role);
+
+}  // namespace perfsim
+
+#endif  // PERFSIM_SIM_LOWERING_ANNOTATIONS_H_
