@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/annotations.h"
 #include "sim/moe/step_graph.h"
 
 namespace perfsim {
@@ -217,7 +218,7 @@ absl::Status CheckKernelTilingOf(const LoweredStep& step, const Instruction& ins
 }
 
 absl::Status CheckRouterPrecisionOf(const Instruction& instruction) {
-  if (StageOfInstruction(instruction) != StageName(Stage::kRouter)) return absl::OkStatus();
+  if (StageOfAnnotation(instruction.annotation()) != Stage::kRouter) return absl::OkStatus();
   const Shape& shape = instruction.shape();
   if (!shape.IsArray() || !IsFloatingPoint(shape.element_type()) ||
       shape.element_type() == PrimitiveType::kF32) {
@@ -297,21 +298,9 @@ void SetFrontendAttribute(Instruction* instruction, absl::string_view key,
   text.insert(text.size() - 1, absl::StrCat(",", entry));
 }
 
-std::string StageOfInstruction(const Instruction& instruction) {
-  const std::string& m = instruction.attributes().metadata;
-  const size_t at = m.find("op_name=\"moe/");
-  if (at == std::string::npos) return "";
-  const size_t begin = at + 13, end = m.find('"', begin);
-  return m.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
-bool IsBackwardStage(absl::string_view stage) {
-  for (Stage s : {Stage::kWeightGatherBwd, Stage::kCombineBwd, Stage::kExpertsBwd,
-                  Stage::kDispatchBwd, Stage::kPermuteBwd, Stage::kRouterBwd,
-                  Stage::kSharedExpertBwd, Stage::kGradSync}) {
-    if (StageName(s) == stage) return true;
-  }
-  return false;
+bool IsBackwardInstruction(const Instruction& instruction) {
+  return instruction.annotation() != nullptr &&
+         instruction.annotation()->phase() == Annotation::PHASE_BACKWARD;
 }
 
 absl::Status CheckLoweredStep(const LoweredStep& step) {

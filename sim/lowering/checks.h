@@ -99,10 +99,9 @@ std::string FrontendAttribute(absl::string_view text, absl::string_view key);
 void SetFrontendAttribute(Instruction* instruction, absl::string_view key,
                           absl::string_view value);
 
-// The stage an instruction was lowered in, from its metadata op_name "moe/<stage>" ("" when
-// none), and whether that stage belongs to the backward.
-std::string StageOfInstruction(const Instruction& instruction);
-bool IsBackwardStage(absl::string_view stage);
+// Whether the instruction's annotation puts it in the backward (sim/lowering/annotations.h
+// StageNameOf gives its stage).
+bool IsBackwardInstruction(const Instruction& instruction);
 
 }  // namespace perfsim
 

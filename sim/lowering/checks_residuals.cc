@@ -13,13 +13,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/checks.h"
 
 namespace perfsim {
 namespace {
 
 std::string Describe(const Instruction& i) {
-  const std::string stage = StageOfInstruction(i);
+  const std::string stage = StageNameOf(i);
   return absl::StrCat(i.name(), " ", i.shape().ToString(false),
                       stage.empty() ? "" : absl::StrCat(" (moe/", stage, ")"));
 }
@@ -54,10 +55,10 @@ absl::Status CheckReads(const LoweredStep& step) {
   const Computation& entry = *step.module->entry();
   const absl::flat_hash_map<const Instruction*, bool> input_free = InputFree(entry);
   for (const auto& instruction : entry.instructions()) {
-    const std::string stage = StageOfInstruction(*instruction);
-    if (!IsBackwardStage(stage)) continue;
+    if (!IsBackwardInstruction(*instruction)) continue;
+    const std::string stage = StageNameOf(*instruction);
     for (const Instruction* operand : instruction->operands()) {
-      if (operand->opcode() == Opcode::kParameter || IsBackwardStage(StageOfInstruction(*operand))) {
+      if (operand->opcode() == Opcode::kParameter || IsBackwardInstruction(*operand)) {
         continue;
       }
       if (step.saved.contains(operand)) continue;
@@ -89,7 +90,7 @@ absl::Status CheckRoles(const LoweredStep& step) {
       if (got == r.value) continue;
       return absl::FailedPreconditionError(absl::StrCat(
           "residual ", r.role, " (", r.stands_for, "): ", use.consumer->name(), " (moe/",
-          StageOfInstruction(*use.consumer), ") operand ", use.operand, " reads ", Describe(*got),
+          StageNameOf(*use.consumer), ") operand ", use.operand, " reads ", Describe(*got),
           "; expected the forward value ", Describe(*r.value),
           got->shape() == r.value->shape() ? " (same shape: the silent form)" : "",
           " (known_bugs.md #17: the backward must read the very tensor its forward consumed)"));

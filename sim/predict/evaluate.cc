@@ -63,13 +63,13 @@ class Evaluator {
   // Rows per group of a grouped matmul with `groups` groups on `device` (before truncation to
   // the op's buffer), as an index into sizes(); -1 when the routing does not say. Devices
   // with equal sizes get the same index.
-  int64_t GroupSizes(int64_t groups, int64_t device) {
+  int64_t GroupSizes(const RaggedSizes& ragged, int64_t device) {
     const DeviceCoords c = Coords(p_, device);
-    std::vector<int64_t>& per_shard = sizes_of_shard_[groups];
+    std::vector<int64_t>& per_shard = sizes_of_shard_[Key(ragged)];
     if (per_shard.empty()) per_shard.assign(spec_.token_shards(), -2);
     int64_t& id = per_shard[c.dp * p_.ep + c.ep];
     if (id != -2) return id;
-    std::optional<std::vector<int64_t>> sizes = ComputeGroupSizes(groups, c);
+    std::optional<std::vector<int64_t>> sizes = ComputeGroupSizes(ragged, c);
     if (!sizes.has_value()) return id = -1;
     auto [it, inserted] = sizes_ids_.try_emplace(*std::move(sizes), sizes_.size());
     if (inserted) sizes_.push_back(&it->first);
@@ -78,11 +78,11 @@ class Evaluator {
   const std::vector<int64_t>& sizes(int64_t id) const { return *sizes_[id]; }
 
   // GroupSizes of devices 0 .. n − 1.
-  const std::vector<int64_t>& DeviceSizes(int64_t groups, int64_t n) {
-    std::vector<int64_t>& ids = device_sizes_[groups];
+  const std::vector<int64_t>& DeviceSizes(const RaggedSizes& ragged, int64_t n) {
+    std::vector<int64_t>& ids = device_sizes_[Key(ragged)];
     if (ids.empty()) {
       ids.resize(n);
-      for (int64_t d = 0; d < n; ++d) ids[d] = GroupSizes(groups, d);
+      for (int64_t d = 0; d < n; ++d) ids[d] = GroupSizes(ragged, d);
     }
     return ids;
   }
@@ -226,26 +226,32 @@ class Evaluator {
   }
 
  private:
-  std::optional<std::vector<int64_t>> ComputeGroupSizes(int64_t groups, const DeviceCoords& c) {
+  static std::vector<int64_t> Key(const RaggedSizes& r) {
+    return {static_cast<int64_t>(r.rows()), r.group_offset_per_ep_rank(), r.group_count(),
+            r.roll_per_ep_rank(), r.align()};
+  }
+
+  // The sizes the annotation (proto/annotation.proto RaggedSizes) says the operand holds on the
+  // device at `c`: group g is expert (r·offset + r·roll + g) mod E of the device's own routing
+  // row or of its EP group's, r the device's EP rank; nullopt when the annotation says nothing.
+  std::optional<std::vector<int64_t>> ComputeGroupSizes(const RaggedSizes& ragged,
+                                                        const DeviceCoords& c) {
     const int64_t e = spec_.model.num_experts();
-    const int64_t el = e / p_.ep;
     const int64_t src = c.dp * p_.ep + c.ep;
-    std::vector<int64_t> sizes;
-    if (spec_.backend == "ring_of_experts" && groups == e) {
-      // Rolled so the local experts come first; rows from the whole EP group.
-      const std::vector<int64_t>& received = Received(c.dp);
-      sizes.resize(e);
-      for (int64_t g = 0; g < e; ++g) sizes[g] = received[(g + el * c.ep) % e];
-    } else if (groups == el && p_.ep > 1) {
-      const std::vector<int64_t>& received = Received(c.dp);
-      sizes.assign(received.begin() + c.ep * el, received.begin() + (c.ep + 1) * el);
-    } else if (groups == e) {
-      sizes.assign(routing_.row(src), routing_.row(src) + e);
-    } else {
-      return std::nullopt;
+    const int64_t* rows = nullptr;
+    switch (ragged.rows()) {
+      case RaggedSizes::ROWS_DEVICE: rows = routing_.row(src); break;
+      case RaggedSizes::ROWS_EP_GROUP: rows = Received(c.dp).data(); break;
+      default: return std::nullopt;
     }
-    const int64_t a = spec_.knobs.align_size;
-    if (spec_.backend == "grouped_gemm_aligned" && a > 1) {
+    const int64_t groups = ragged.group_count();
+    if (groups <= 0 || groups > e) return std::nullopt;
+    const int64_t first =
+        c.ep * (ragged.group_offset_per_ep_rank() + ragged.roll_per_ep_rank());
+    std::vector<int64_t> sizes(groups);
+    for (int64_t g = 0; g < groups; ++g) sizes[g] = rows[(first + g) % e];
+    const int64_t a = ragged.align();
+    if (a > 1) {
       for (int64_t& s : sizes) s = (s + a - 1) / a * a;
     }
     return sizes;
@@ -292,10 +298,10 @@ class Evaluator {
   const RoutingMatrix& routing_;
   PredictCache::Impl& cache_;
   // Per group count: the sizes index of each token shard (dp·EP + ep); -2 not yet computed.
-  std::map<int64_t, std::vector<int64_t>> sizes_of_shard_;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> sizes_of_shard_;
   std::map<std::vector<int64_t>, int64_t> sizes_ids_;
   std::vector<const std::vector<int64_t>*> sizes_;
-  std::map<int64_t, std::vector<int64_t>> device_sizes_;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> device_sizes_;
   std::map<int64_t, std::vector<int64_t>> received_;
   std::map<int64_t, std::vector<int64_t>> shard_rows_;
 };
@@ -354,8 +360,8 @@ absl::StatusOr<std::shared_ptr<const RoutedCosts>> CostRouting(const PreparedSte
       case PreparedOp::Kind::kPlain:
         break;
       case PreparedOp::Kind::kGroupedMatmul: {
-        if (!prepared_op.grouped.has_value()) break;
-        const std::vector<int64_t>& ids = evaluator.DeviceSizes(prepared_op.total_groups, n);
+        if (!prepared_op.grouped.has_value() || !prepared_op.ragged.has_value()) break;
+        const std::vector<int64_t>& ids = evaluator.DeviceSizes(*prepared_op.ragged, n);
         if (std::any_of(ids.begin(), ids.end(), [](int64_t id) { return id < 0; })) break;
         // Costs by sizes index: devices with equal group sizes cost the same.
         std::vector<int32_t> entry_of_sizes;

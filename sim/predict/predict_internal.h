@@ -42,6 +42,9 @@ struct PreparedOp {
   // not say, e.g. a shape the model does not read; the op keeps base_seconds), and G.
   std::optional<GroupedMatmulSpec> grouped;
   int64_t total_groups = 0;
+  // What its group-sizes operand holds (that operand's annotation); nullopt: not annotated,
+  // the routing does not say.
+  std::optional<RaggedSizes> ragged;
   // Ragged all-to-all: towards the experts (dispatch, combine_bwd) or back, and bytes per row.
   bool to_experts = false;
   double row_bytes = 0;

@@ -15,6 +15,7 @@
 #include "sim/fit/module_fit.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/moe/step_graph.h"
@@ -42,24 +43,6 @@ const PredictOptions& PreparedStep::options() const { return data_->options; }
 int64_t PreparedStep::num_instructions() const { return static_cast<int64_t>(data_->ops.size()); }
 
 namespace {
-
-// The stage an instruction was lowered in, from its metadata op_name "moe/<stage>".
-std::string StageOf(const Instruction& instruction) {
-  const std::string& m = instruction.attributes().metadata;
-  const size_t at = m.find("op_name=\"moe/");
-  if (at == std::string::npos) return "";
-  const size_t begin = at + 13, end = m.find('"', begin);
-  return m.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
-std::string PhaseOfStage(const std::string& stage) {
-  for (int s = 0; s <= static_cast<int>(Stage::kGradSync); ++s) {
-    if (StageName(static_cast<Stage>(s)) == stage) {
-      return std::string(StagePhase(static_cast<Stage>(s)));
-    }
-  }
-  return "other";
-}
 
 // The replica groups of a collective (PreparedOp::groups()).
 void SetGroups(const Instruction& instruction, int64_t devices, PreparedOp& op) {
@@ -114,10 +97,10 @@ std::vector<bool> FusedInterior(const Computation& entry,
 }
 
 // The grouped-matmul spec of a ragged-dot (gmm: rows ragged, rhs grouped; tgmm: the ragged
-// dimension contracted) with the tiling ChooseRaggedDotTiling gives; nullopt for a form the
+// dimension contracted) with the tiling ChooseRaggedDotTiling gives (the annotated one on a
+// TPU); nullopt for a form the
 // grouped model does not read.
-std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, const StepSpec& step,
-                                               const Chip& chip) {
+std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, const Chip& chip) {
   const RaggedDotDimensionNumbers& d = *instruction.attributes().ragged_dot_dimension_numbers;
   const Shape& lhs = instruction.operand(0)->shape();
   const Shape& rhs = instruction.operand(1)->shape();
@@ -130,22 +113,21 @@ std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, c
   spec.lhs_type = lhs.element_type();
   spec.rhs_type = rhs.element_type();
   spec.out_type = instruction.shape().element_type();
-  int64_t rhs_contracting = 1;
   if (!d.rhs_group_dimensions.empty()) {
     spec.kind = GroupedMatmulKind::kGmm;
     spec.m = lhs.dimensions(0);
     spec.k = lhs.dimensions(d.dot.lhs_contracting_dimensions.at(0));
     spec.n = instruction.shape().dimensions(1);
-    if (!d.dot.rhs_contracting_dimensions.empty()) {
-      rhs_contracting = d.dot.rhs_contracting_dimensions[0];
-    }
   } else {
     spec.kind = GroupedMatmulKind::kTgmm;
     spec.m = lhs.dimensions(0);
     spec.k = lhs.dimensions(1);
     spec.n = rhs.dimensions(1);
   }
-  const RaggedDotTiling tiling = ChooseRaggedDotTiling(spec, rhs_contracting, step, chip);
+  const Annotation* annotation = instruction.annotation();
+  const RaggedDotTiling tiling = ChooseRaggedDotTiling(
+      spec, annotation != nullptr && annotation->has_kernel() ? &annotation->kernel() : nullptr,
+      chip);
   spec.tm = tiling.tiling.tm;
   spec.tk = tiling.tiling.tk;
   spec.tn = tiling.tiling.tn;
@@ -297,8 +279,9 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
     }
     op.info.name = instruction.name();
     op.info.opcode = std::string(OpcodeSpelling(instruction.opcode()));
-    op.info.stage = StageOf(instruction);
-    op.info.phase = PhaseOfStage(op.info.stage);
+    const std::optional<Stage> lowered_in = StageOfAnnotation(instruction.annotation());
+    op.info.stage = lowered_in.has_value() ? std::string(StageName(*lowered_in)) : "";
+    op.info.phase = lowered_in.has_value() ? std::string(StagePhase(*lowered_in)) : "other";
     operand_interior.clear();
     for (const Instruction* operand : instruction.operands()) {
       operand_interior.push_back(interior[index.at(operand)]);
@@ -311,7 +294,7 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
       if (instruction.opcode() == Opcode::kRaggedAllToAll) {
         op.kind = PreparedOp::Kind::kRaggedAllToAll;
         // dispatch and combine_bwd send rows towards the experts; combine and dispatch_bwd back.
-        op.to_experts = op.info.stage == "dispatch" || op.info.stage == "combine_bwd";
+        op.to_experts = lowered_in == Stage::kDispatch || lowered_in == Stage::kCombineBwd;
         const Shape& operand = instruction.operand(0)->shape();
         op.row_bytes = static_cast<double>(ByteWidth(operand.element_type()));
         for (int64_t k = 1; k < operand.rank(); ++k) op.row_bytes *= operand.dimensions(k);
@@ -320,10 +303,12 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
       op.stream = Stream::kCompute;
       op.kind = PreparedOp::Kind::kGroupedMatmul;
       op.total_groups = instruction.operand(2)->shape().dimensions(0);
+      const Annotation* sizes = instruction.operand(2)->annotation();
+      if (sizes != nullptr && sizes->has_ragged()) op.ragged = sizes->ragged();
       if (instruction.opcode() == Opcode::kCustomCall) {
         PERFSIM_ASSIGN_OR_RETURN(op.grouped, GroupedMatmulSpecFromInstruction(instruction));
       } else {
-        op.grouped = RaggedDotSpec(instruction, spec, c);
+        op.grouped = RaggedDotSpec(instruction, c);
       }
     } else {
       op.stream = op.base_seconds > 0 ? Stream::kCompute : Stream::kNone;
@@ -346,20 +331,23 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
   PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, BuildScheduleGraph(*data, data->replica_devices));
   data->replica_graph = std::make_shared<const ScheduleGraph>(std::move(graph));
 
-  // Static HBM: parameters (entry parameters except activations x and dy), and for the trained
-  // ones their gradients (fwd_bwd) and optimizer state. Every weight is trained but DeepSeek-V3's
-  // score-correction bias router_score_bias, which only steers the expert choice and has no
-  // gradient output (lowering.h); GPT-OSS's router matmul bias router_bias is trained.
-  const LoweredStep& step = data->step;
-  for (size_t p = 0; p < step.parameters.size(); ++p) {
-    const double bytes = static_cast<double>(entry.parameter(p)->shape().ByteSize());
-    const std::string& name = step.parameters[p].name;
-    if (name == "x" || name == "dy") {
+  // Static HBM by the entry parameters' annotated roles: activations and cotangents (x, dy) are
+  // inputs; weights are parameters, and the trained ones have gradients (fwd_bwd) and optimizer
+  // state. A frozen weight (DeepSeek-V3's score-correction bias, which only steers the expert
+  // choice) has neither.
+  for (int64_t p = 0; p < entry.parameter_count(); ++p) {
+    const Instruction& parameter = *entry.parameter(p);
+    const double bytes = static_cast<double>(parameter.shape().ByteSize());
+    const Annotation::Role role = parameter.annotation() != nullptr
+                                      ? parameter.annotation()->role()
+                                      : Annotation::ROLE_UNSPECIFIED;
+    if (role == Annotation::ROLE_ACTIVATION || role == Annotation::ROLE_COTANGENT ||
+        role == Annotation::ROLE_ROUTING_INPUT) {
       data->input_activations += bytes;
       continue;
     }
     data->parameters += bytes;
-    const bool trained = name != "router_score_bias";
+    const bool trained = role == Annotation::ROLE_TRAINED_WEIGHT;
     if (spec.phase == Phase::kForwardBackward && trained) data->gradients += bytes;
     if (o.adam && trained) {
       data->optimizer += 8.0 * static_cast<double>(entry.parameter(p)->shape().ElementCount());

@@ -8,8 +8,8 @@
 
 namespace perfsim {
 
-RaggedDotTiling ChooseRaggedDotTiling(const GroupedMatmulSpec& spec, int64_t rhs_contracting_dim,
-                                      const StepSpec& step, const Chip& chip) {
+RaggedDotTiling ChooseRaggedDotTiling(const GroupedMatmulSpec& spec, const Kernel* annotated,
+                                      const Chip& chip) {
   if (!chip.is_tpu()) {
     // CostGroupedMatmul picks the CTA tile again from the routed group sizes; this is the
     // tile for m split evenly over the groups, for display.
@@ -28,27 +28,17 @@ RaggedDotTiling ChooseRaggedDotTiling(const GroupedMatmulSpec& spec, int64_t rhs
     return {GmmTiling{t.tm, t.tk, t.tn},
             "GPU: the grouped-GEMM kernel's CTA tile (sim/cost/gpu_gemm.h), chosen per call"};
   }
-  const int64_t d = step.model.d_model(), f = step.ffn_per_device();
-  bool wo = false;
-  switch (spec.kind) {
-    case GroupedMatmulKind::kGmm:
-      // Forward wo maps F -> D; the dlhs of wo (contracting the rhs's last dim) maps D -> F.
-      wo = rhs_contracting_dim == 2 ? (spec.k == d && spec.n == f) : (spec.k == f && spec.n == d);
-      break;
-    case GroupedMatmulKind::kTgmm:
-      wo = spec.k == f && spec.n == d;  // the [G, F, D] gradient of wo
-      break;
-    case GroupedMatmulKind::kFusedFfn:
-      break;
+  if (annotated == nullptr || annotated->tm() <= 0 || annotated->tk() <= 0 ||
+      annotated->tn() <= 0) {
+    // A ragged-dot the lowering did not configure (e.g. a user's module): megablox's default.
+    return {GmmTiling{128, 128, 128}, "no annotated tiling: (128, 128, 128)"};
   }
-  if (d == f) wo = false;
-  const GmmTiling& knob = wo ? step.knobs.wo.fwd : step.knobs.wi.fwd;
-  if (knob.tm <= 0 || knob.tk <= 0 || knob.tn <= 0) {
-    // A spec built without StepSpec::Defaults has no knobs: megablox's own default.
-    return {GmmTiling{128, 128, 128}, "unset knob: (128, 128, 128)"};
+  const GmmTiling tiling{annotated->tm(), annotated->tk(), annotated->tn()};
+  switch (annotated->projection()) {
+    case Kernel::PROJECTION_WI: return {tiling, "wi.fwd knob (ragged_dot_tiling metadata)"};
+    case Kernel::PROJECTION_WO: return {tiling, "wo.fwd knob (ragged_dot_tiling metadata)"};
+    default: return {tiling, "annotated tiling (ragged_dot_tiling metadata)"};
   }
-  return {knob, wo ? "wo.fwd knob (ragged_dot_tiling metadata)"
-                   : "wi.fwd knob (ragged_dot_tiling metadata)"};
 }
 
 }  // namespace perfsim

@@ -10,6 +10,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "sim/hw/chip_registry.h"
+#include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/predict/predict.h"
 #include "sim/predict/ragged_dot_tiling.h"
@@ -143,28 +144,43 @@ TEST(PredictPhysics, RaggedDotsTakeTheForwardTilingKnobsOnTpu) {
   knobs.knobs.wi.fwd = {256, 7168, 512};
   knobs.knobs.wo.fwd = {128, 2048, 1024};
   knobs.knobs.wi.dlhs = {8, 8, 8};  // dlhs / drhs knobs configure kernels, not ragged-dots
-  auto choose = [&](GroupedMatmulKind kind, int64_t k, int64_t n, int64_t contracting) {
-    GroupedMatmulSpec g{.kind = kind, .m = 4096, .k = k, .n = n, .num_groups = 4};
-    return ChooseRaggedDotTiling(g, contracting, knobs, *tpu).tiling;
-  };
   auto same = [](const GmmTiling& a, const GmmTiling& b) {
     return a.tm == b.tm && a.tk == b.tk && a.tn == b.tn;
   };
-  // wi: forward D -> F, dlhs F -> D (contracting the rhs's last dim), drhs a [G, D, F] gradient.
-  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 7168, 2048, 1), knobs.knobs.wi.fwd));
-  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 2048, 7168, 2), knobs.knobs.wi.fwd));
-  EXPECT_TRUE(same(choose(GroupedMatmulKind::kTgmm, 7168, 2048, 1), knobs.knobs.wi.fwd));
-  // wo: forward F -> D, dlhs D -> F, drhs [G, F, D].
-  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 2048, 7168, 1), knobs.knobs.wo.fwd));
-  EXPECT_TRUE(same(choose(GroupedMatmulKind::kGmm, 7168, 2048, 2), knobs.knobs.wo.fwd));
-  EXPECT_TRUE(same(choose(GroupedMatmulKind::kTgmm, 2048, 7168, 1), knobs.knobs.wo.fwd));
+  // The lowering writes each ragged-dot's projection and tiling on its annotation. With D ≠ F the
+  // weight's shape says which projection it is: wi [G, D, F] (forward, dlhs, and the drhs's
+  // [G, D, F] result), wo [G, F, D].
+  for (Phase phase : {Phase::kForward, Phase::kForwardBackward}) {
+    knobs.phase = phase;
+    absl::StatusOr<LoweredStep> lowered = LowerStep(knobs);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    int wi = 0, wo = 0;
+    for (const auto& i : lowered->module->entry()->instructions()) {
+      if (i->opcode() != Opcode::kRaggedDot) continue;
+      const Shape& weight = i->shape().rank() == 3 ? i->shape() : i->operand(1)->shape();
+      const bool is_wi = weight.dimensions(1) == 7168;
+      ASSERT_NE(i->annotation(), nullptr) << i->name();
+      EXPECT_EQ(i->annotation()->kernel().projection(),
+                is_wi ? Kernel::PROJECTION_WI : Kernel::PROJECTION_WO) << i->name();
+      GroupedMatmulSpec g{.kind = GroupedMatmulKind::kGmm, .m = 4096, .num_groups = 4};
+      EXPECT_TRUE(same(ChooseRaggedDotTiling(g, &i->annotation()->kernel(), *tpu).tiling,
+                       is_wi ? knobs.knobs.wi.fwd : knobs.knobs.wo.fwd)) << i->name();
+      (is_wi ? wi : wo) += 1;
+    }
+    // Forward: wi_0, wi_1, wo; backward adds a dlhs and a drhs of each.
+    EXPECT_EQ(wi, phase == Phase::kForward ? 2 : 6);
+    EXPECT_EQ(wo, phase == Phase::kForward ? 1 : 3);
+  }
+  // Without an annotated tiling (a user's module): megablox's default.
+  GroupedMatmulSpec plain{.kind = GroupedMatmulKind::kGmm, .m = 4096, .k = 7168, .n = 2048};
+  EXPECT_TRUE(same(ChooseRaggedDotTiling(plain, nullptr, *tpu).tiling, GmmTiling{128, 128, 128}));
   // GPU: the grouped-GEMM kernel's CTA tile for m split over the groups (sim/cost/gpu_gemm.h):
   // 4 groups of 1024 rows, n = 2048, bf16: (128, 256) gives 4 · 8 · 8 = 256 CTAs, 2 waves of
   // 132, as few as any tile holding at most 128·256 outputs can; the last wave holds 124 CTAs,
   // which only (256, 128) ties, and the wider tn wins; k step 64 (128 bytes of bf16).
   GroupedMatmulSpec g{
       .kind = GroupedMatmulKind::kGmm, .m = 4096, .k = 7168, .n = 2048, .num_groups = 4};
-  EXPECT_TRUE(same(ChooseRaggedDotTiling(g, 1, knobs, *gpu).tiling, GmmTiling{128, 64, 256}));
+  EXPECT_TRUE(same(ChooseRaggedDotTiling(g, nullptr, *gpu).tiling, GmmTiling{128, 64, 256}));
 
   // And through predict: a wi.fwd tile of tk = 1024 < k re-reads every group's weights per
   // visited row tile, tk = k reads them once, so the forward wi ragged-dot moves fewer bytes.

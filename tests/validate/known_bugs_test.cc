@@ -18,6 +18,7 @@
 #include "sim/fit/module_fit.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/checks.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
@@ -51,7 +52,7 @@ std::vector<Instruction*> RaggedDotsOn(const LoweredStep& step, const std::strin
   std::vector<Instruction*> found;
   for (const auto& i : step.module->entry()->instructions()) {
     if (i->opcode() == Opcode::kRaggedDot && i->operand(1)->name() == weight &&
-        StageOfInstruction(*i) == "experts") {
+        StageNameOf(*i) == "experts") {
       found.push_back(i.get());
     }
   }
@@ -230,7 +231,7 @@ TEST(KnownBugsTest, RouterInBf16IsCaught) {
   ASSERT_TRUE(CheckRouterPrecision(*step).ok()) << CheckRouterPrecision(*step);
   const Instruction* divide = nullptr;
   for (const auto& i : step->module->entry()->instructions()) {
-    if (StageOfInstruction(*i) != "router" || !i->shape().IsArray() ||
+    if (StageNameOf(*i) != "router" || !i->shape().IsArray() ||
         i->shape().element_type() != PrimitiveType::kF32) {
       continue;
     }
@@ -247,7 +248,7 @@ TEST(KnownBugsTest, RouterInBf16IsCaught) {
                                HasSubstr("known_bugs.md #28")));
   // With only the renormalisation left in bf16, the check names it as such.
   for (const auto& i : step->module->entry()->instructions()) {
-    if (i.get() != divide && StageOfInstruction(*i) == "router" && i->shape().IsArray() &&
+    if (i.get() != divide && StageNameOf(*i) == "router" && i->shape().IsArray() &&
         i->shape().element_type() == PrimitiveType::kBF16) {
       i->mutable_shape()->set_element_type(PrimitiveType::kF32);
     }
