@@ -5,6 +5,8 @@
 //                          costs, fusion, schedule, HBM liveness.
 //   BM_PredictHlo100k      the same plus what `predict --hlo --format=json` does after parsing:
 //                          PredictionFromTimeline and the JSON report.
+//   BM_Report100k/0,1,2     the report stages alone: PredictionFromTimeline; + the table;
+//                          + the JSON.
 //   BM_PredictHloMoeEpGrad the committed 8-device expert-parallel MoE gradient (XLA:CPU
 //                          compiled, 1097 instructions, ragged all-to-alls) on tpu_v7x.
 // Modules are parsed once, outside the timed loop (parse_verify_bench times parsing).
@@ -85,6 +87,26 @@ BENCHMARK(BM_SimulateModule100k)->Unit(benchmark::kMillisecond);
 
 void BM_PredictHlo100k(benchmark::State& state) { Run(state, Generated(), "tpu_v5p", true); }
 BENCHMARK(BM_PredictHlo100k)->Unit(benchmark::kMillisecond);
+
+// The report stages alone on the 100k module's timeline (simulated once, outside the loop):
+// 0 = PredictionFromTimeline, 1 = + the table, 2 = + the JSON.
+void BM_Report100k(benchmark::State& state) {
+  const Module* module = Generated();
+  const absl::StatusOr<Chip> chip = ResolveChip("tpu_v5p");
+  absl::StatusOr<Topology> topology = TopologyForModule(*module, *chip, "");
+  absl::StatusOr<Timeline> t = SimulateModule(*module, *chip, *topology);
+  if (!t.ok()) {
+    state.SkipWithError(std::string(t.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<Prediction> p = PredictionFromTimeline(*module, *t, *chip, *topology);
+    if (state.range(0) == 1) benchmark::DoNotOptimize(FormatPredictionTable(*p));
+    if (state.range(0) == 2) benchmark::DoNotOptimize(PredictionJson(*p));
+    benchmark::DoNotOptimize(p);
+  }
+}
+BENCHMARK(BM_Report100k)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 void BM_PredictHloMoeEpGrad(benchmark::State& state) { Run(state, MoeEpGrad(), "tpu_v7x", true); }
 BENCHMARK(BM_PredictHloMoeEpGrad)->Unit(benchmark::kMillisecond);

@@ -83,6 +83,13 @@ class UnknownWork {
     if (instruction.opcode() == Opcode::kWhile && !KnownTripCount(instruction).has_value()) {
       return true;
     }
+    // Only ops that run other computations as code can hold such work (a reduce's scalar
+    // computation cannot); checked first, as most instructions call nothing.
+    const Opcode op = instruction.opcode();
+    if (op != Opcode::kCall && op != Opcode::kWhile && op != Opcode::kConditional &&
+        op != Opcode::kAsyncStart && op != Opcode::kFusion) {
+      return false;
+    }
     for (const Computation* called : instruction.called_computations()) {
       if (In(called)) return true;
     }
