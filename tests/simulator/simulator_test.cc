@@ -165,6 +165,42 @@ ENTRY main {
               ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3)));
 }
 
+// An all-gather wrapped in async-start/async-done (iota groups, 4 partitions) and a ring
+// collective-permute in partition ids: the wrapper synchronises its inner collective's group,
+// the ring is one group. One communication stream: the permute (after the dot) waits for the
+// gather, so the step is A + P, and the dot (D < A) hides under the gather.
+TEST(Simulator, AsyncWrapperAndPermuteRing) {
+  std::unique_ptr<Module> m = Parse(R"(HloModule async_wrapped, replica_count=1, num_partitions=4
+
+ag_comp {
+  p = f32[256,256]{1,0} parameter(0)
+  ROOT ag = f32[1024,256]{1,0} all-gather(p), replica_groups=[1,4]<=[4], channel_id=1, use_global_device_ids=true, dimensions={0}
+}
+
+ENTRY main {
+  x = f32[256,256]{1,0} parameter(0)
+  start = ((f32[256,256]{1,0}), f32[1024,256]{1,0}) async-start(x), calls=ag_comp
+  d = f32[256,256]{1,0} dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  done = f32[1024,256]{1,0} async-done(start)
+  cp = f32[256,256]{1,0} collective-permute(d), channel_id=2, source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT t = (f32[1024,256]{1,0}, f32[256,256]{1,0}) tuple(done, cp)
+}
+)");
+  ASSERT_NE(m, nullptr);
+  const Slice s = SetupFor(*m, "tpu_v5p");
+  absl::StatusOr<Timeline> t = SimulateModule(*m, s.chip, s.topology);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(t->ops[IndexOf(*t, "start")].groups, ElementsAre(ElementsAre(0, 1, 2, 3)));
+  EXPECT_THAT(t->ops[IndexOf(*t, "cp")].groups, ElementsAre(ElementsAre(0, 1, 2, 3)));
+  const double a = CostOf(s, Find(*m, "start"), 4), d = CostOf(s, Find(*m, "d"), 4),
+               p = CostOf(s, Find(*m, "cp"), 4);
+  ASSERT_LT(d, a);
+  EXPECT_EQ(t->schedule.device(0).start[IndexOf(*t, "d")], 0);
+  EXPECT_DOUBLE_EQ(t->step_seconds, a + p);
+  EXPECT_DOUBLE_EQ(t->communication_busy, a + p);
+  EXPECT_NEAR(t->exposed_communication, a + p - d, 1e-12 * (a + p));
+}
+
 // A loop of 4 trips: body 4 times, condition 5 times, whether the count is XLA's
 // known_trip_count or only the counted-loop pattern (i from 0, i < 4, i += 1).
 std::string Loop(bool known) {
