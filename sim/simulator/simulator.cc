@@ -15,6 +15,8 @@
 #include "sim/cost/op_counts.h"
 #include "sim/interp/compute_plan.h"
 #include "sim/interp/interpreter.h"
+#include "sim/ir/verifier.h"
+#include "sim/simulator/computation_time.h"
 #include "sim/simulator/fusion.h"
 #include "sim/simulator/groups.h"
 #include "sim/util/checked_math.h"
@@ -50,15 +52,9 @@ bool CustomCallModelled(const Instruction& instruction) {
                            "\"cost_estimate\"");
 }
 
-// While loops: known_trip_count, else the interpreter's counted-loop pattern.
-std::optional<int64_t> TripCount(const Instruction& instruction) {
-  if (std::optional<int64_t> known = KnownTripCount(instruction)) return known;
-  return StaticTripCount(instruction);
-}
-
 // Whether a computation (and what it calls) holds work whose time is not fully known: a
-// custom-call of an unmodelled target, or a while loop whose trip count is not XLA's
-// known_trip_count (sim/cost counts such a loop once).
+// custom-call of an unmodelled target, or a while loop of unknown trip count (one trip is
+// counted).
 class UnknownWork {
  public:
   bool In(const Computation* computation) {
@@ -75,12 +71,12 @@ class UnknownWork {
     memo_[computation] = unknown;
     return unknown;
   }
-  // The instruction itself (a nested while: sim/cost counts it by known_trip_count only).
+  // The instruction itself, and what it calls.
   bool Of(const Instruction& instruction) {
     if (instruction.opcode() == Opcode::kCustomCall && !CustomCallModelled(instruction)) {
       return true;
     }
-    if (instruction.opcode() == Opcode::kWhile && !KnownTripCount(instruction).has_value()) {
+    if (instruction.opcode() == Opcode::kWhile && !TripCount(instruction).has_value()) {
       return true;
     }
     // Only ops that run other computations as code can hold such work (a reduce's scalar
@@ -169,6 +165,8 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
         t.num_devices, " devices"));
   }
 
+  // The liveness pass (and the timer's recursion) follow the call nesting: bounded first.
+  PERFSIM_RETURN_IF_ERROR(CheckCallDepth(module));
   const auto& instructions = entry->instructions();
   absl::flat_hash_map<const Instruction*, int64_t> index;
   index.reserve(instructions.size());
@@ -182,6 +180,7 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
                                  .topology = &topology,
                                  .memo = &memo};
   UnknownWork unknown_work;
+  ComputationTimer timer(chip, cost_options);
   ScheduleProblem problem{.num_devices = t.num_devices};
   problem.ops.resize(instructions.size());
   t.ops.resize(instructions.size());
@@ -208,6 +207,10 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
     } else {
       untimed = untimed || unknown_work.Of(instruction);
     }
+    // Calls, loops and conditionals: their computations fused and counted by the same rules.
+    absl::StatusOr<std::optional<double>> composite = timer.CompositeSeconds(instruction);
+    if (!composite.ok()) return Located(instruction, composite.status());
+    if (composite->has_value()) cost->seconds = **composite;
     operand_interior.clear();
     for (const Instruction* operand : instruction.operands()) {
       operand_interior.push_back(fusion.interior[index.at(operand)]);

@@ -18,8 +18,10 @@
 //      known_trip_count or, failing that, the counted-loop pattern the interpreter recognises
 //      (StaticTripCount, sim/interp/compute_plan.h); an unknown trip count counts one trip and
 //      the op is listed in `untimed` as a lower bound.
-//   2. An unfused module (no fusion in its entry) is loop-fused first (fusion.h): elementwise
-//      producers fused into their elementwise, dot and reduce consumers are not written to HBM.
+//   2. An unfused module (no fusion, not is_scheduled) is loop-fused first (fusion.h):
+//      elementwise producers fused into their elementwise, dot and reduce consumers are not
+//      written to HBM. Calls, loop bodies, conditions and branches are timed with the same
+//      fusion and trip-count rules inside (computation_time.h).
 //   3. Collectives (and the -start of an async pair) run on the communication stream and
 //      synchronise their groups: replica_groups in XLA's group mode (channel_id,
 //      use_global_device_ids, the header's replica_count x num_partitions), a
@@ -35,7 +37,8 @@
 // perfsim does not model (its time is then only its HBM traffic), or a call, loop or
 // conditional holding such an op is listed in `untimed` and marked lower_bound.
 //
-// Errors: InvalidArgument for a module without an entry, a module of more devices than the
+// Errors: InvalidArgument for a module without an entry, calls nested deeper than
+// kMaxCallDepth (sim/ir/verifier.h: the liveness pass recurses), a module of more devices than the
 // topology has, a collective whose groups name devices out of range, or an instruction sim/cost
 // refuses (the message names it, with its line:column when the text gave one).
 #ifndef PERFSIM_SIM_SIMULATOR_SIMULATOR_H_

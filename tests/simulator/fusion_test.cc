@@ -131,6 +131,83 @@ ENTRY main {
   EXPECT_EQ(Op(*t, "d").bytes, 1024.0 * 256 * 4 + 512.0 * 256 * 4);
 }
 
+// Inside a call or a loop body the same fusion applies: the chain called once costs the chain
+// in the entry (less nothing: parameters and the call itself are free), and a loop of 3 trips
+// over it costs 3 chains plus 4 conditions.
+TEST(Fusion, AppliesInsideCallsAndLoopBodies) {
+  std::unique_ptr<Module> chain = Parse(kUnfused);
+  std::unique_ptr<Module> called = Parse(R"(HloModule called
+
+chain {
+  x = f32[1024,1024]{1,0} parameter(0)
+  y = f32[1024,1024]{1,0} parameter(1)
+  z = f32[1024,1024]{1,0} parameter(2)
+  a = f32[1024,1024]{1,0} exponential(x)
+  b = f32[1024,1024]{1,0} add(a, y)
+  ROOT c = f32[1024,1024]{1,0} multiply(b, z)
+}
+
+ENTRY main {
+  x = f32[1024,1024]{1,0} parameter(0)
+  y = f32[1024,1024]{1,0} parameter(1)
+  z = f32[1024,1024]{1,0} parameter(2)
+  ROOT k = f32[1024,1024]{1,0} call(x, y, z), to_apply=chain
+}
+)");
+  std::unique_ptr<Module> loop = Parse(R"(HloModule loop
+
+body {
+  s = (s32[], f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[1024,1024]{1,0} get-tuple-element(s), index=1
+  y = f32[1024,1024]{1,0} get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  n = s32[] add(i, one)
+  a = f32[1024,1024]{1,0} exponential(x)
+  b = f32[1024,1024]{1,0} add(a, y)
+  c = f32[1024,1024]{1,0} multiply(b, y)
+  ROOT r = (s32[], f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) tuple(n, c, y)
+}
+
+cond {
+  s = (s32[], f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+
+ENTRY main {
+  x = f32[1024,1024]{1,0} parameter(0)
+  y = f32[1024,1024]{1,0} parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) tuple(zero, x, y)
+  ROOT w = (s32[], f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) while(init), condition=cond, body=body
+}
+)");
+  ASSERT_NE(chain, nullptr);
+  ASSERT_NE(called, nullptr);
+  ASSERT_NE(loop, nullptr);
+  absl::StatusOr<Timeline> t = Simulate(*chain, "gpu_h100"), c = Simulate(*called, "gpu_h100"),
+                           l = Simulate(*loop, "gpu_h100");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_DOUBLE_EQ(Op(*c, "k").seconds, t->step_seconds);
+  // The body's chain reads x and y, y again (fused: read once per operand use), writes c:
+  // the same 4 arrays and one launch as the entry chain, whose z is the body's second y. The
+  // counter add and the condition's compare are tiny kernels of their own.
+  absl::StatusOr<Chip> chip = ResolveChip("gpu_h100");
+  ASSERT_TRUE(chip.ok());
+  const double launch = chip->proto().compute().kernel_overhead_seconds();
+  const double body = t->step_seconds + launch;  // the chain, and the counter's add kernel
+  const double condition = launch;               // the compare kernel
+  // Tolerance: the 7 scalar kernels' own HBM time, a few bytes each at 3.35 TB/s (~2 ps each),
+  // on top of their launches; 1e-10 s bounds it, 4 orders below the 25 us loop.
+  EXPECT_NEAR(Op(*l, "w").seconds, 3 * body + 4 * condition, 1e-10);
+  EXPECT_GT(Op(*l, "w").seconds, 3 * body + 4 * condition);
+  EXPECT_TRUE(l->untimed.empty());
+}
+
 TEST(Fusion, ProducerWithAnOpaqueUserIsNotFused) {
   std::unique_ptr<Module> m = Parse(R"(HloModule kept
 

@@ -204,7 +204,7 @@ ENTRY main {
 // A loop of 4 trips: body 4 times, condition 5 times, whether the count is XLA's
 // known_trip_count or only the counted-loop pattern (i from 0, i < 4, i += 1).
 std::string Loop(bool known) {
-  return absl::StrCat(R"(HloModule loop
+  return absl::StrCat(R"(HloModule loop, is_scheduled=true
 
 body {
   s = (s32[], f32[256,256]{1,0}) parameter(0)
