@@ -9,8 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sim/cost/roofline.h"
+#include "sim/ir/backend_config.h"
 #include "sim/ir/custom_call_targets.h"
-#include "sim/util/json_fields.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -370,13 +371,14 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
                  absl::StrCat(lhs.ToString(false), ", ", rhs.ToString(false), ", ",
                               sizes.ToString(false), " -> ", out.ToString(false)));
   }
-  const std::string config = instruction.attributes().backend_config.value_or("");
+  KernelBackendConfig config;
+  PERFSIM_RETURN_IF_ERROR(ReadBackendConfig(instruction, &config));
   GroupedMatmulSpec spec;
   spec.lhs_type = lhs.element_type();
   spec.rhs_type = rhs.element_type();
   spec.out_type = out.element_type();
   if (target == kGmmTarget) {
-    const bool transpose_rhs = JsonTopLevelBool(config, "transpose_rhs").value_or(false);
+    const bool transpose_rhs = config.transpose_rhs();
     if (lhs.rank() != 2 || rhs.rank() != 3) {
       return error("lhs [m,k] and rhs [G,k,n]",
                    absl::StrCat(lhs.ToString(false), " and ", rhs.ToString(false)));
@@ -410,15 +412,15 @@ absl::StatusOr<GroupedMatmulSpec> GroupedMatmulSpecFromInstruction(const Instruc
     spec.n = rhs.dimensions(1);
     spec.num_groups = out.dimensions(0);
   }
-  if (const std::optional<std::vector<int64_t>> tiling = JsonTopLevelIntArray(config, "tiling")) {
-    if (tiling->size() != 3) {
-      return error("backend_config tiling [tm, tk, tn]", absl::StrJoin(*tiling, ","));
+  if (config.tiling_size() > 0) {
+    if (config.tiling_size() != 3) {
+      return error("backend_config tiling [tm, tk, tn]", absl::StrJoin(config.tiling(), ","));
     }
-    spec.tm = (*tiling)[0];
-    spec.tk = (*tiling)[1];
-    spec.tn = (*tiling)[2];
+    spec.tm = config.tiling(0);
+    spec.tk = config.tiling(1);
+    spec.tn = config.tiling(2);
   }
-  spec.group_offset = JsonTopLevelInt(config, "group_offset").value_or(0);
+  spec.group_offset = config.group_offset();
   if (instruction.operand_count() == sizes_index + 2) {
     const Instruction* offset = instruction.operand(sizes_index + 1);
     if (offset->opcode() == Opcode::kConstant && offset->attributes().literal.has_value() &&

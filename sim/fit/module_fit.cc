@@ -7,9 +7,8 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
+#include "sim/ir/backend_config.h"
 #include "sim/ir/custom_call_targets.h"
-#include "sim/util/json_fields.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -44,29 +43,28 @@ absl::StatusOr<const Shape*> OperandArray(const Instruction& instruction, int64_
 // The backend_config "tiling"; `fallback` when absent, or an error when there is none.
 absl::StatusOr<Tiling> ReadTiling(const Instruction& instruction, absl::string_view expected,
                                   std::optional<Tiling> fallback) {
-  const std::string config = instruction.attributes().backend_config.value_or("");
-  const std::optional<std::string> text = JsonTopLevelValue(config, "tiling");
-  if (!text.has_value()) {
+  KernelBackendConfig config;
+  PERFSIM_RETURN_IF_ERROR(ReadBackendConfig(instruction, &config));
+  if (config.tiling_size() == 0) {
     if (fallback.has_value()) return *fallback;
     return Malformed(instruction, absl::StrCat("backend_config \"tiling\": ", expected), "none");
   }
-  const std::optional<std::vector<int64_t>> tiling = JsonTopLevelIntArray(config, "tiling");
-  if (!tiling.has_value() || tiling->size() != 3) {
-    return Malformed(instruction, absl::StrCat("backend_config \"tiling\": ", expected), *text);
+  if (config.tiling_size() != 3) {
+    return Malformed(instruction, absl::StrCat("backend_config \"tiling\": ", expected),
+                     absl::StrCat("[", absl::StrJoin(config.tiling(), ","), "]"));
   }
-  return Tiling{(*tiling)[0], (*tiling)[1], (*tiling)[2]};
+  return Tiling{config.tiling(0), config.tiling(1), config.tiling(2)};
 }
 
-// "D" or "F" from backend_config "tiled_dim" (quotes, escaped or not, stripped).
+// "D" or "F" from backend_config "tiled_dim".
 absl::StatusOr<KernelKind> ReadFusedKernel(const Instruction& instruction) {
-  const std::string config = instruction.attributes().backend_config.value_or("");
-  const std::optional<std::string> text = JsonTopLevelValue(config, "tiled_dim");
-  std::string dim = text.value_or("");
-  absl::StrReplaceAll({{"\\", ""}, {"\"", ""}}, &dim);
+  KernelBackendConfig config;
+  PERFSIM_RETURN_IF_ERROR(ReadBackendConfig(instruction, &config));
+  const std::string& dim = config.tiled_dim();
   if (dim == "D") return KernelKind::kFusedFfnDTiled;
   if (dim == "F") return KernelKind::kFusedFfnFTiled;
   return Malformed(instruction, "backend_config \"tiled_dim\": \"D\" or \"F\"",
-                   text.value_or("none"));
+                   dim.empty() ? "none" : absl::StrCat("\"", dim, "\""));
 }
 
 using KernelCall = std::optional<std::pair<KernelProblem, Tiling>>;
@@ -90,9 +88,9 @@ absl::StatusOr<KernelCall> MegabloxCall(const Instruction& instruction, bool is_
   problem.shape.groups = sizes->dimensions(0);
   if (is_gmm) {
     problem.kernel = KernelKind::kGmm;
-    const std::optional<std::string>& config = instruction.attributes().backend_config;
-    problem.options.transpose_rhs =
-        config.has_value() && JsonTopLevelBool(*config, "transpose_rhs").value_or(false);
+    KernelBackendConfig config;
+    PERFSIM_RETURN_IF_ERROR(ReadBackendConfig(instruction, &config));
+    problem.options.transpose_rhs = config.transpose_rhs();
     problem.shape.m = lhs->dimensions(0);
     problem.shape.k = lhs->dimensions(1);
     problem.shape.n = rhs->dimensions(problem.options.transpose_rhs ? 1 : 2);
