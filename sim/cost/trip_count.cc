@@ -4,11 +4,10 @@
 
 #include <limits>
 #include <optional>
-#include <string>
 
+#include "sim/ir/backend_config.h"
 #include "sim/ir/opcode.h"
 #include "sim/util/checked_math.h"
-#include "sim/util/json_fields.h"
 
 namespace perfsim {
 namespace {
@@ -130,12 +129,7 @@ std::optional<LoopTest> LoopTestOf(const Instruction* root) {
 }  // namespace
 
 std::optional<int64_t> KnownTripCount(const Instruction& while_instruction) {
-  const std::string config = while_instruction.attributes().backend_config.value_or("");
-  const std::optional<std::string> known = JsonTopLevelValue(config, "known_trip_count");
-  if (!known.has_value()) return std::nullopt;
-  const std::optional<int64_t> n = JsonTopLevelInt(*known, "n");
-  if (!n.has_value() || *n < 0) return std::nullopt;
-  return n;
+  return KnownTripCountOf(while_instruction);
 }
 
 std::optional<int64_t> CountedLoopTrips(const Instruction& loop) {

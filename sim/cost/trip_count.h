@@ -29,7 +29,8 @@
 namespace perfsim {
 
 // backend_config known_trip_count of a while loop, e.g. {"known_trip_count":{"n":"5"}} -> 5;
-// nullopt when absent, not an integer or negative.
+// nullopt when absent, unreadable or negative (sim/ir/backend_config.h KnownTripCountOf, XLA's
+// JSON read with protobuf's parser).
 std::optional<int64_t> KnownTripCount(const Instruction& while_instruction);
 
 // The counted-loop pattern above, ignoring backend_config.
