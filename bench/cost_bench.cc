@@ -11,12 +11,11 @@
 // The module is parsed once, outside the timed loop.
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "bench/generated_module.h"
 #include "sim/cost/module_cost.h"
 #include "sim/cost/op_counts.h"
 #include "sim/hw/chip_registry.h"
@@ -25,56 +24,17 @@
 namespace perfsim {
 namespace {
 
-std::string MakeModuleText(int64_t instruction_count) {
-  std::string text = "HloModule bench\n\n";
-  absl::StrAppend(&text,
-                  "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-                  "  ROOT s = f32[] add(a, b)\n}\n\n");
-  absl::StrAppend(&text, "ENTRY main {\n");
-  absl::StrAppend(&text, "  x = f32[64,128]{1,0} parameter(0)\n");
-  absl::StrAppend(&text, "  w = f32[128,128]{1,0} parameter(1)\n");
-  absl::StrAppend(&text, "  zero = f32[] constant(0)\n");
-  int64_t emitted = 3;
-  std::string prev = "x";
-  int64_t i = 0;
-  while (emitted + 9 < instruction_count) {
-    const std::string n = absl::StrCat(i++);
-    absl::StrAppend(&text, "  d", n, " = f32[64,128]{1,0} dot(", prev,
-                    ", w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n");
-    absl::StrAppend(&text, "  e", n, " = f32[64,128]{1,0} exponential(d", n, ")\n");
-    absl::StrAppend(&text, "  r", n, " = f32[64]{0} reduce(e", n,
-                    ", zero), dimensions={1}, to_apply=add_f32\n");
-    absl::StrAppend(&text, "  b", n, " = f32[64,128]{1,0} broadcast(r", n, "), dimensions={0}\n");
-    absl::StrAppend(&text, "  q", n, " = f32[64,128]{1,0} divide(e", n, ", b", n, ")\n");
-    absl::StrAppend(&text, "  t", n, " = f32[128,64]{1,0} transpose(q", n, "), dimensions={1,0}\n");
-    absl::StrAppend(&text, "  s", n, " = f32[64,128]{1,0} reshape(t", n, ")\n");
-    absl::StrAppend(&text, "  c", n, " = pred[64,128]{1,0} compare(s", n, ", d", n,
-                    "), direction=GT\n");
-    absl::StrAppend(&text, "  m", n, " = f32[64,128]{1,0} select(c", n, ", s", n, ", d", n, ")\n");
-    prev = absl::StrCat("m", n);
-    emitted += 9;
-  }
-  absl::StrAppend(&text, "  ROOT out = f32[64,128]{1,0} add(", prev, ", x)\n}\n");
-  return text;
-}
-
 const Module& Generated() {
   static const Module* module = [] {
-    absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(MakeModuleText(100000), "bench");
+    absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(MakeGeneratedModuleText(100000), "bench");
     return m.ok() ? m->release() : nullptr;
   }();
   return *module;
 }
 
 const Module* MoeEpGrad() {
-  static const Module* module = [] {
-    std::ifstream in(std::string(PERFSIM_SOURCE_DIR) +
-                     "/tests/testdata/hlo/jax/moe_ep_ragged_a2a_grad.compiled.hlo");
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text.str(), "moe_ep_grad");
-    return m.ok() ? m->release() : nullptr;
-  }();
+  static const Module* module =
+      ParseCommittedModule("tests/testdata/hlo/jax/moe_ep_ragged_a2a_grad.compiled.hlo");
   return module;
 }
 

@@ -12,51 +12,17 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "bench/generated_module.h"
 #include "sim/ir/hlo_parser.h"
 #include "sim/ir/verifier.h"
 
 namespace perfsim {
 namespace {
 
-std::string MakeModuleText(int64_t instruction_count) {
-  std::string text = "HloModule bench\n\n";
-  absl::StrAppend(&text,
-                  "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-                  "  ROOT s = f32[] add(a, b)\n}\n\n");
-  absl::StrAppend(&text, "ENTRY main {\n");
-  absl::StrAppend(&text, "  x = f32[64,128]{1,0} parameter(0)\n");
-  absl::StrAppend(&text, "  w = f32[128,128]{1,0} parameter(1)\n");
-  absl::StrAppend(&text, "  zero = f32[] constant(0)\n");
-  int64_t emitted = 3;
-  std::string prev = "x";
-  int64_t i = 0;
-  const std::string md = ", metadata={op_name=\"jit(f)/moe/layer\" source_file=\"moe.py\" source_line=42}";
-  while (emitted + 9 < instruction_count) {
-    const std::string n = absl::StrCat(i++);
-    absl::StrAppend(&text, "  d", n, " = f32[64,128]{1,0} dot(", prev,
-                    ", w), lhs_contracting_dims={1}, rhs_contracting_dims={0}", md, "\n");
-    absl::StrAppend(&text, "  e", n, " = f32[64,128]{1,0} exponential(d", n, ")", md, "\n");
-    absl::StrAppend(&text, "  r", n, " = f32[64]{0} reduce(e", n,
-                    ", zero), dimensions={1}, to_apply=add_f32", md, "\n");
-    absl::StrAppend(&text, "  b", n, " = f32[64,128]{1,0} broadcast(r", n, "), dimensions={0}", md,
-                    "\n");
-    absl::StrAppend(&text, "  q", n, " = f32[64,128]{1,0} divide(e", n, ", b", n, ")", md, "\n");
-    absl::StrAppend(&text, "  t", n, " = f32[128,64]{1,0} transpose(q", n, "), dimensions={1,0}", md,
-                    "\n");
-    absl::StrAppend(&text, "  s", n, " = f32[64,128]{1,0} reshape(t", n, ")", md, "\n");
-    absl::StrAppend(&text, "  c", n, " = pred[64,128]{1,0} compare(s", n, ", d", n,
-                    "), direction=GT", md, "\n");
-    absl::StrAppend(&text, "  m", n, " = f32[64,128]{1,0} select(c", n, ", s", n, ", d", n, ")", md,
-                    "\n");
-    prev = absl::StrCat("m", n);
-    emitted += 9;
-  }
-  absl::StrAppend(&text, "  ROOT out = f32[64,128]{1,0} add(", prev, ", x)\n}\n");
-  return text;
-}
-
 const std::string& ModuleText() {
-  static const std::string* text = new std::string(MakeModuleText(100000));
+  static const std::string* text = new std::string(MakeGeneratedModuleText(
+      100000,
+      ", metadata={op_name=\"jit(f)/moe/layer\" source_file=\"moe.py\" source_line=42}"));
   return *text;
 }
 

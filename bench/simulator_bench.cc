@@ -12,9 +12,7 @@
 // Modules are parsed once, outside the timed loop (parse_verify_bench times parsing).
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "bench/generated_module.h"
@@ -37,14 +35,8 @@ const Module* Generated() {
 }
 
 const Module* MoeEpGrad() {
-  static const Module* module = [] {
-    std::ifstream in(std::string(PERFSIM_SOURCE_DIR) +
-                     "/tests/testdata/hlo/jax/moe_ep_ragged_a2a_grad.compiled.hlo");
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text.str(), "moe_ep_grad");
-    return m.ok() ? m->release() : nullptr;
-  }();
+  static const Module* module =
+      ParseCommittedModule("tests/testdata/hlo/jax/moe_ep_ragged_a2a_grad.compiled.hlo");
   return module;
 }
 
