@@ -88,6 +88,13 @@ OpCounts CountComputation(const Computation& computation, const CountOptions& op
 // Counting ignores such values (it cannot fail); the cost pass refuses the module with this.
 absl::Status CheckDeclaredCost(const Instruction& instruction);
 
+// Whether true-mode counting knows a custom-call's work: sharding annotations and allocations
+// (none), perfsim's grouped matmuls, XLA:CPU's TopK in its (values, indices) form, cuBLAS
+// gemms, and any kernel that declares a cost_estimate. For another target the counts are only
+// the HBM traffic of its operands and result, so its time is a lower bound (the simulator lists
+// it as untimed). False for an instruction that is not a custom-call.
+bool CustomCallWorkKnown(const Instruction& instruction);
+
 // Participants of a collective: 2 for collective-permute; when the module header gives
 // replica_count or num_partitions, XLA's group size for the collective's mode (collective_groups.h
 // SubgroupSize: all-gather with channel_id and no use_global_device_ids = listed size x

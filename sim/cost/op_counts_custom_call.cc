@@ -67,6 +67,17 @@ bool IsAnnotationTarget(absl::string_view target) {
          absl::StartsWith(target, "xla.sdy.");
 }
 
+// XLA:CPU's TopK custom-call in the form counted below: one operand, (values, indices).
+bool IsCountedTopK(const Instruction& instruction) {
+  return instruction.attributes().custom_call_target == "TopK" &&
+         instruction.operand_count() == 1 && instruction.shape().IsTuple() &&
+         instruction.shape().tuple_size() == 2;
+}
+
+bool IsCublasGemmTarget(absl::string_view target) {
+  return absl::StartsWith(target, "__cublas$gemm") || absl::StartsWith(target, "__cublas$lt$matmul");
+}
+
 }  // namespace
 
 OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
@@ -107,15 +118,14 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
     }
     return c;
   }
-  if (target == "TopK" && instruction.operand_count() == 1 && instruction.shape().IsTuple() &&
-      instruction.shape().tuple_size() == 2) {
+  if (IsCountedTopK(instruction)) {
     const Shape& values = instruction.shape().tuple_shapes(0);
     const int64_t k = values.rank() > 0 ? values.dimensions(values.rank() - 1) : 1;
     c.flops = static_cast<double>(ElementsIn(instruction.operand(0)->shape()) *
                                   std::max<int64_t>(1, Log2Ceiling(k)));
     return c;
   }
-  if (absl::StartsWith(target, "__cublas$gemm") || absl::StartsWith(target, "__cublas$lt$matmul")) {
+  if (IsCublasGemmTarget(target)) {
     // As XLA's GPU analysis: dot flops from gemm_backend_config, result = tuple element 0 (the
     // rest is cuBLAS workspace).
     const std::string config = instruction.attributes().backend_config.value_or("");
@@ -151,6 +161,14 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
 }
 
 }  // namespace cost_internal
+
+bool CustomCallWorkKnown(const Instruction& instruction) {
+  if (instruction.opcode() != Opcode::kCustomCall) return false;
+  const std::string& target = instruction.attributes().custom_call_target;
+  return cost_internal::IsAnnotationTarget(target) || IsGroupedMatmulTarget(target) ||
+         cost_internal::IsCountedTopK(instruction) || cost_internal::IsCublasGemmTarget(target) ||
+         cost_internal::CostEstimateJson(instruction).has_value();
+}
 
 absl::Status CheckDeclaredCost(const Instruction& instruction) {
   if (instruction.opcode() != Opcode::kCustomCall) return absl::OkStatus();

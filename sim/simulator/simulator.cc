@@ -6,10 +6,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sim/comm/hlo_collectives.h"
-#include "sim/cost/grouped_matmul.h"
 #include "sim/cost/module_cost.h"
 #include "sim/cost/op_cost.h"
 #include "sim/cost/op_counts.h"
@@ -38,20 +36,6 @@ std::string OpNameOf(const Instruction& instruction) {
   return out;
 }
 
-// Custom-call targets sim/cost models (op_counts_custom_call.cc): annotations and allocations
-// (no work), perfsim's grouped matmuls, TopK, cuBLAS gemms, and any kernel declaring a
-// cost_estimate. Another target's time would only be its HBM traffic.
-bool CustomCallModelled(const Instruction& instruction) {
-  const std::string& target = instruction.attributes().custom_call_target;
-  return target == "Sharding" || target == "SPMDFullToShardShape" ||
-         target == "SPMDShardToFullShape" || target == "AllocateBuffer" ||
-         absl::StartsWith(target, "xla.sdy.") || IsGroupedMatmulTarget(target) ||
-         target == "TopK" || absl::StartsWith(target, "__cublas$gemm") ||
-         absl::StartsWith(target, "__cublas$lt$matmul") ||
-         absl::StrContains(instruction.attributes().backend_config.value_or(""),
-                           "\"cost_estimate\"");
-}
-
 // Whether a computation (and what it calls) holds work whose time is not fully known: a
 // custom-call of an unmodelled target, or a while loop of unknown trip count (one trip is
 // counted).
@@ -73,7 +57,7 @@ class UnknownWork {
   }
   // The instruction itself, and what it calls.
   bool Of(const Instruction& instruction) {
-    if (instruction.opcode() == Opcode::kCustomCall && !CustomCallModelled(instruction)) {
+    if (instruction.opcode() == Opcode::kCustomCall && !CustomCallWorkKnown(instruction)) {
       return true;
     }
     if (instruction.opcode() == Opcode::kWhile && !TripCount(instruction).has_value()) {

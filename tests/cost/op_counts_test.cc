@@ -2,6 +2,7 @@
 // the comments (XLA's rules: shared/reference/xla_cost_model.md section 1).
 #include "sim/cost/op_counts.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -217,6 +218,34 @@ ENTRY e {
   EXPECT_EQ(c.flops, 1000);
   EXPECT_EQ(c.transcendentals, 7);
   EXPECT_EQ(c.bytes_accessed, 131072);
+}
+
+TEST(CountCustomCall, WorkIsKnownOnlyForTheKernelsCountingModels) {
+  // A declared cost (top level or in Pallas' custom_call_config), an allocation and TopK in its
+  // counted (values, indices) form are known; an unknown target, or a TopK of another form,
+  // is only its traffic; a non-custom-call is not a custom-call kernel at all.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  x = f32[8,16]{1,0} parameter(0)
+  a = f32[8,16]{1,0} custom-call(x), custom_call_target="tpu_custom_call", backend_config={"custom_call_config":{"cost_estimate":{"flops":10}}}
+  b = f32[8,16]{1,0} custom-call(x), custom_call_target="my_kernel", backend_config={"cost_estimate":{"flops":10}}
+  c = f32[8,16]{1,0} custom-call(), custom_call_target="AllocateBuffer"
+  d = (f32[8,4]{1,0}, s32[8,4]{1,0}) custom-call(x), custom_call_target="TopK"
+  u = f32[8,16]{1,0} custom-call(x), custom_call_target="my_kernel"
+  v = f32[8,4]{1,0} custom-call(x), custom_call_target="TopK"
+  ROOT n = f32[8,16]{1,0} negate(x)
+})");
+  std::map<std::string, bool> known;
+  for (const auto& instruction : m->entry()->instructions()) {
+    known[instruction->name()] = CustomCallWorkKnown(*instruction);
+  }
+  EXPECT_TRUE(known["a"]);
+  EXPECT_TRUE(known["b"]);
+  EXPECT_TRUE(known["c"]);
+  EXPECT_TRUE(known["d"]);
+  EXPECT_FALSE(known["u"]);
+  EXPECT_FALSE(known["v"]);
+  EXPECT_FALSE(known["n"]);
 }
 
 TEST(CountTuple, XlaChargesThePointerTable) {
