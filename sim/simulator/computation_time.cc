@@ -6,16 +6,11 @@
 
 #include "sim/comm/hlo_collectives.h"
 #include "sim/cost/op_counts.h"
-#include "sim/interp/compute_plan.h"
+#include "sim/cost/trip_count.h"
 #include "sim/simulator/fusion.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
-
-std::optional<int64_t> TripCount(const Instruction& while_instruction) {
-  if (std::optional<int64_t> known = KnownTripCount(while_instruction)) return known;
-  return StaticTripCount(while_instruction);
-}
 
 absl::StatusOr<std::optional<double>> ComputationTimer::CompositeSeconds(
     const Instruction& instruction) {
@@ -33,7 +28,7 @@ absl::StatusOr<std::optional<double>> ComputationTimer::CompositeSeconds(
     return std::optional<double>(s);
   }
   if (op == Opcode::kWhile) {
-    const double trips = static_cast<double>(TripCount(instruction).value_or(1));
+    const double trips = static_cast<double>(StaticTripCount(instruction).value_or(1));
     PERFSIM_ASSIGN_OR_RETURN(double body, PassSeconds(instruction.body()));
     PERFSIM_ASSIGN_OR_RETURN(double condition, PassSeconds(instruction.condition()));
     return std::optional<double>(body * trips + condition * (trips + 1));

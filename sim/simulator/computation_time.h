@@ -25,8 +25,6 @@
 
 namespace perfsim {
 
-// While loops: XLA's known_trip_count, else the interpreter's StaticTripCount.
-std::optional<int64_t> TripCount(const Instruction& while_instruction);
 
 class ComputationTimer {
  public:

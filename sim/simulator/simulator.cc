@@ -11,7 +11,7 @@
 #include "sim/cost/module_cost.h"
 #include "sim/cost/op_cost.h"
 #include "sim/cost/op_counts.h"
-#include "sim/interp/compute_plan.h"
+#include "sim/cost/trip_count.h"
 #include "sim/interp/interpreter.h"
 #include "sim/ir/verifier.h"
 #include "sim/simulator/computation_time.h"
@@ -60,7 +60,7 @@ class UnknownWork {
     if (instruction.opcode() == Opcode::kCustomCall && !CustomCallWorkKnown(instruction)) {
       return true;
     }
-    if (instruction.opcode() == Opcode::kWhile && !TripCount(instruction).has_value()) {
+    if (instruction.opcode() == Opcode::kWhile && !StaticTripCount(instruction).has_value()) {
       return true;
     }
     // Only ops that run other computations as code can hold such work (a reduce's scalar
@@ -79,31 +79,6 @@ class UnknownWork {
  private:
   absl::flat_hash_map<const Computation*, bool> memo_;
 };
-
-// Seconds and true flops of one pass over a computation's instructions.
-absl::StatusOr<std::pair<double, double>> PassCost(const Computation* computation,
-                                                   const Chip& chip, const CostOptions& options) {
-  double seconds = 0, flops = 0;
-  if (computation == nullptr) return std::make_pair(seconds, flops);
-  for (const auto& inner : computation->instructions()) {
-    PERFSIM_ASSIGN_OR_RETURN(OpCost c, CostInstruction(*inner, chip, options));
-    seconds += c.seconds.value_or(0);
-    flops += c.counts.flops;
-  }
-  return std::make_pair(seconds, flops);
-}
-
-// An entry while loop whose trip count only the counted-loop pattern gives: sim/cost timed
-// one trip of body and condition; this is `trips` of the body and `trips + 1` of the condition.
-absl::Status CountTrips(const Instruction& instruction, int64_t trips, const Chip& chip,
-                        const CostOptions& options, OpCost& cost) {
-  PERFSIM_ASSIGN_OR_RETURN(auto body, PassCost(instruction.body(), chip, options));
-  PERFSIM_ASSIGN_OR_RETURN(auto condition, PassCost(instruction.condition(), chip, options));
-  const double n = static_cast<double>(trips);
-  cost.seconds = body.first * n + condition.first * (n + 1);
-  cost.counts.flops = body.second * n + condition.second * (n + 1);
-  return absl::OkStatus();
-}
 
 absl::Status Located(const Instruction& instruction, const absl::Status& status) {
   const SourceLocation& at = instruction.location();
@@ -173,24 +148,9 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
     const Instruction& instruction = *instructions[i];
     absl::StatusOr<OpCost> cost = CostInstruction(instruction, chip, cost_options);
     if (!cost.ok()) return Located(instruction, cost.status());
-    bool untimed = !cost->seconds.has_value();
-    if (instruction.opcode() == Opcode::kWhile && !KnownTripCount(instruction).has_value()) {
-      if (std::optional<int64_t> trips = TripCount(instruction)) {
-        if (absl::Status s = CountTrips(instruction, *trips, chip, cost_options, *cost); !s.ok()) {
-          return Located(instruction, s);
-        }
-        // Only the loop's own count was missing: what it calls decides the rest.
-        bool inner_unknown = false;
-        for (const Computation* called : instruction.called_computations()) {
-          inner_unknown = inner_unknown || unknown_work.In(called);
-        }
-        untimed = untimed || inner_unknown;
-      } else {
-        untimed = true;
-      }
-    } else {
-      untimed = untimed || unknown_work.Of(instruction);
-    }
+    // sim/cost counts a loop's body its trip count times; unknown_work lists it when that count
+    // is unknown, or when what it calls holds work of unknown time.
+    const bool untimed = !cost->seconds.has_value() || unknown_work.Of(instruction);
     // Calls, loops and conditionals: their computations fused and counted by the same rules.
     absl::StatusOr<std::optional<double>> composite = timer.CompositeSeconds(instruction);
     if (!composite.ok()) return Located(instruction, composite.status());

@@ -16,7 +16,7 @@
 //      slowest branch) and an async computation are one kernel each; a while counts its body
 //      and condition `trips` and `trips + 1` times, the trip count being XLA's
 //      known_trip_count or, failing that, the counted-loop pattern the interpreter recognises
-//      (StaticTripCount, sim/interp/compute_plan.h); an unknown trip count counts one trip and
+//      (StaticTripCount, sim/cost/trip_count.h); an unknown trip count counts one trip and
 //      the op is listed in `untimed` as a lower bound.
 //   2. An unfused module (no fusion, not is_scheduled) is loop-fused first (fusion.h):
 //      elementwise producers fused into their elementwise, dot and reduce consumers are not

@@ -133,7 +133,7 @@ bool IsStackedArray(const Shape& shape, int64_t n) {
 //   - it sets up its stacked outputs before the loops: JAX initialises every stacked output of
 //     a scan (the activations the forward saves for the backward, the per-layer weight
 //     gradients) with a broadcast of zeros (jax/_src/lax/control_flow/loops.py _empty_array:
-//     lax.empty2 lowers to a constant 0; its TODO is to use AllocateBuffer). XLA writes them:
+//     lax.empty2 lowers to a constant 0 where an AllocateBuffer would do). XLA writes them:
 //     N·(B·D + B·F + 2·D·F)·4 B = 9.7 MB for N = 4, and XLA:CPU copies one of the two
 //     [N, B, F] buffers that share one broadcast (2 MB). An entry instruction that produces a
 //     [N, ., .] array by a broadcast or a copy;
