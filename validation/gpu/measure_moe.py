@@ -75,6 +75,8 @@ def parse_args(argv):
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     p.add_argument("--id-prefix", default="G", help="row ids are PREFIX001, PREFIX002, ...")
+    p.add_argument("--skip-layers", action="store_true",
+                   help="leave out the whole MoE layer rows (moe_block, moe_block_fwd_bwd)")
     return p.parse_args(argv)
 
 
@@ -92,9 +94,21 @@ def group_sizes(rows, experts, skew):
 
 
 class Timer:
-    def __init__(self, warmup, reps):
+    """Two timings of a jitted function on device-resident inputs.
+
+    single: each of `reps` calls timed alone, from dispatch to block_until_ready (host wall
+        clock): includes the launch and the host synchronisation of one call.
+    pipelined: `reps` calls dispatched back to back, then one block_until_ready, divided by
+        `reps`; the median of `batches` such batches. The host's dispatch of call i+1 overlaps
+        the device's run of call i, as in a training step, so this is the device time per call
+        (kernel time plus the gaps between the function's kernels) whenever the device time
+        exceeds the dispatch time. The row's value.
+    """
+
+    def __init__(self, warmup, reps, batches=5):
         self.warmup = warmup
         self.reps = reps
+        self.batches = batches
 
     def __call__(self, fn, *args):
         import jax
@@ -105,7 +119,16 @@ class Timer:
             start = time.perf_counter()
             jax.block_until_ready(fn(*args))
             samples.append((time.perf_counter() - start) * 1e6)
-        return statistics.median(samples), min(samples), max(samples)
+        pipelined = []
+        for _ in range(self.batches):
+            start = time.perf_counter()
+            outs = [fn(*args) for _ in range(self.reps)]
+            jax.block_until_ready(outs)
+            pipelined.append((time.perf_counter() - start) * 1e6 / self.reps)
+            del outs
+        return {"value": statistics.median(pipelined), "low": min(pipelined),
+                "high": max(pipelined), "single": statistics.median(samples),
+                "single_low": min(samples), "single_high": max(samples)}
 
 
 def software_versions(device):
@@ -119,6 +142,123 @@ def software_versions(device):
     except Exception:  # the platform version is informative only
         pass
     return "; ".join(parts)
+
+
+# Attention points: (name, batch, sequence, query heads, KV heads, head dim).
+# Llama-3-8B-like GQA (32 query heads over 8 KV heads, head dim 128) at 8192 tokens per
+# call, as one sequence of 8192 and as two of 4096; and an MHA point (32 KV heads).
+FULL_ATTENTION = [
+    ("gqa_s4096", 2, 4096, 32, 8, 128),
+    ("gqa_s8192", 1, 8192, 32, 8, 128),
+    ("mha_s4096", 2, 4096, 32, 32, 128),
+]
+TINY_ATTENTION = [("tiny_gqa", 1, 64, 4, 2, 16)]
+
+
+def moe_layer(x, w_router, wi_0, wi_1, wo, k):
+    """One routed MoE layer, forward: router (softmax, top-k), argsort permutation, SwiGLU
+    experts as three ragged_dots, unpermute and the gate-weighted combine. No shared expert, no
+    capacity (dropless), weights not renormalised over the top-k."""
+    import jax
+    import jax.numpy as jnp
+    t, _ = x.shape
+    e = w_router.shape[1]
+    probs = jax.nn.softmax((x @ w_router).astype(jnp.float32), axis=-1)
+    weights, experts = jax.lax.top_k(probs, k)
+    flat = experts.reshape(-1)
+    order = jnp.argsort(flat, stable=True)
+    xs = jnp.take(x, order // k, axis=0)
+    sizes = jnp.bincount(flat, length=e).astype(jnp.int32)
+    h = jax.nn.silu(jax.lax.ragged_dot(xs, wi_0, sizes)) * jax.lax.ragged_dot(xs, wi_1, sizes)
+    ys = jax.lax.ragged_dot(h, wo, sizes)
+    y = jnp.zeros_like(ys).at[order].set(ys).reshape(t, k, -1)
+    return jnp.einsum("tkd,tk->td", y, weights.astype(x.dtype))
+
+
+def measure_moe_layers(args, points, dtype, rng, timer, add, device):
+    """The whole routed MoE layer on one device (category moe_block: forward, which `perfsim
+    accuracy` simulates; moe_block_fwd_bwd: forward and the gradients of x and every weight,
+    listed as skipped until perfsim maps it). E is the point's experts per device: the layer
+    holds all of them."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    for name, model, d, f, k, e, tokens in points:
+        x = jnp.asarray(rng.standard_normal((tokens, d)), dtype)
+        w_router = jnp.asarray(rng.standard_normal((d, e)) / np.sqrt(d), dtype)
+        wi_0 = jnp.asarray(rng.standard_normal((e, d, f)) / np.sqrt(d), dtype)
+        wi_1 = jnp.asarray(rng.standard_normal((e, d, f)) / np.sqrt(d), dtype)
+        wo = jnp.asarray(rng.standard_normal((e, f, d)) / np.sqrt(f), dtype)
+        ct = jnp.asarray(rng.standard_normal((tokens, d)), dtype)
+        jax.block_until_ready((x, w_router, wi_0, wi_1, wo, ct))
+        fwd = jax.jit(lambda a, r, w0, w1, w2: moe_layer(a, r, w0, w1, w2, k))
+
+        def fwd_bwd(a, r, w0, w1, w2, c):
+            out, vjp = jax.vjp(lambda *p: moe_layer(*p, k), a, r, w0, w1, w2)
+            return out, vjp(c)
+
+        both = jax.jit(fwd_bwd)
+        backend = (f"argsort + jax.lax.ragged_dot, SwiGLU experts ({device.platform}, jit; "
+                   "perfsim backend sparse_ragged_dot)")
+        shape = (f"x[{tokens}, {d}]; router[{d}, {e}]; wi_0, wi_1[{e}, {d}, {f}]; "
+                 f"wo[{e}, {f}, {d}]; top-{k}")
+        note = (f"point {name}; routing from random router weights (near uniform); the layer "
+                f"holds {e} experts (the experts of one expert-parallel shard of {model})")
+        add("moe_block", model, d, f, k, e, tokens, backend, shape,
+            "device time of the routed MoE layer (forward)", timer(fwd, x, w_router, wi_0, wi_1, wo),
+            note)
+        add("moe_block_fwd_bwd", model, d, f, k, e, tokens, backend, shape,
+            "device time of the routed MoE layer (forward and backward: gradients of x, the "
+            "router and every expert weight)",
+            timer(both, x, w_router, wi_0, wi_1, wo, ct), note)
+        del x, w_router, wi_0, wi_1, wo, ct
+
+
+def measure_attention(args, dtype, rng, timer, add, device):
+    """Causal self-attention through jax.nn.dot_product_attention, forward and forward +
+    backward (gradients of q, k and v), with each implementation the platform has ("cudnn":
+    cuDNN's fused flash attention; "xla": the plain einsum-softmax-einsum XLA compiles).
+    Category op_attention; `perfsim accuracy` lists these rows as skipped until it maps them."""
+    import jax
+    import jax.numpy as jnp
+    points = TINY_ATTENTION if args.tiny else FULL_ATTENTION
+    impls = ["xla"] if device.platform == "cpu" else ["cudnn", "xla"]
+    for name, b, s, h, kv, dh in points:
+        q = jnp.asarray(rng.standard_normal((b, s, h, dh)), dtype)
+        kk = jnp.asarray(rng.standard_normal((b, s, kv, dh)), dtype)
+        v = jnp.asarray(rng.standard_normal((b, s, kv, dh)), dtype)
+        ct = jnp.asarray(rng.standard_normal((b, s, h, dh)), dtype)
+        jax.block_until_ready((q, kk, v, ct))
+        # One S x S x Dh matmul over the causal half (the upper triangle is skipped by the
+        # fused kernels): 2*B*H*S*S*Dh / 2 FLOPs. Forward: 2 such matmuls (scores, weighted
+        # values); forward + backward: 7 (the backward recomputes the scores, then dV, dP, dQ
+        # and dK).
+        half_flops = b * h * s * s * dh
+        for impl in impls:
+            def attention(q_, k_, v_, impl=impl):
+                return jax.nn.dot_product_attention(q_, k_, v_, is_causal=True,
+                                                    implementation=impl)
+
+            fwd = jax.jit(attention)
+            both = jax.jit(lambda q_, k_, v_, c: jax.vjp(attention, q_, k_, v_)[1](c))
+            shape = (f"B={b}; S={s}; H={h}; KV={kv}; Dh={dh}; causal; q[{b}, {s}, {h}, {dh}]; "
+                     f"k, v[{b}, {s}, {kv}, {dh}]")
+            for op, fn, fn_args, matmuls in (("fwd", fwd, (q, kk, v), 2),
+                                             ("fwd_bwd", both, (q, kk, v, ct), 7)):
+                try:
+                    timing = timer(fn, *fn_args)
+                except Exception as error:  # an implementation this platform lacks
+                    print(f"skip attention {name} {impl} {op}: {type(error).__name__}: "
+                          f"{str(error)[:200]}", flush=True)
+                    break
+                flops = matmuls * half_flops
+                add("op_attention", "Llama-3-8B-like attention", "", "", "", "", b * s,
+                    f"jax.nn.dot_product_attention implementation={impl} ({device.platform}, "
+                    "jit)", f"{shape}; op={op}",
+                    f"device time of causal self-attention ({op})", timing,
+                    f"point {name}; {flops / 1e12:.3f} TFLOP counting the causal half "
+                    f"({matmuls} matmuls of 2*B*H*S*S*Dh/2 each)")
+        del q, kk, v, ct
 
 
 def main(argv):
@@ -136,12 +276,15 @@ def main(argv):
     today = datetime.date.today().isoformat()
     source = (f"validation/gpu/measure_moe.py on {device.device_kind}; "
               f"{software_versions(device)}")
-    method = (f"median of {args.reps} runs after {args.warmup} warm-up runs, host wall clock "
-              "from dispatch to block_until_ready")
+    method = (f"value: median over {timer.batches} batches of {args.reps} calls dispatched back "
+              f"to back, per call; after {args.warmup} warm-up calls")
     rows = []
 
+    out_file = open(args.out, "w", newline="")
+    writer = csv.DictWriter(out_file, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+
     def add(category, model, d, f, k, e, tokens, backend, op_shape, metric, timing, notes):
-        median, low, high = timing
         rows.append({
             "id": f"{args.id_prefix}{len(rows) + 1:03d}",
             "group": "perfsim validation/gpu",
@@ -159,14 +302,22 @@ def main(argv):
             "backend_kernel": backend,
             "op_shape": op_shape,
             "metric": metric,
-            "value": f"{median:.2f}",
+            "value": f"{timing['value']:.2f}",
             "unit": UNIT,
-            "derived": f"min {low:.2f} us, max {high:.2f} us",
+            "derived": (f"batches min {timing['low']:.2f} us, max {timing['high']:.2f} us; "
+                        f"one call alone (dispatch to block_until_ready): median "
+                        f"{timing['single']:.2f} us, min {timing['single_low']:.2f} us, max "
+                        f"{timing['single_high']:.2f} us"),
             "completeness": "full",
             "date": today,
             "source": source,
             "notes": f"{method}; {notes}",
         })
+        # Written as it goes: a run cut short keeps what it measured.
+        writer.writerow(rows[-1])
+        out_file.flush()
+        print(f"{rows[-1]['id']} {category} {op_shape[:70]}: {timing['value']:.2f} us "
+              f"(alone {timing['single']:.2f} us)", flush=True)
 
     rng = np.random.default_rng(0)
     points = TINY_POINTS if args.tiny else FULL_POINTS
@@ -230,10 +381,10 @@ def main(argv):
             f"x[{t}, {d}] @ w_router[{d}, {e}], top-{k}", "device time of the router",
             timer(router, xt, w_router), f"point {name}")
 
-    with open(args.out, "w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    if not args.skip_layers:
+        measure_moe_layers(args, points, dtype, rng, timer, add, device)
+    measure_attention(args, dtype, rng, timer, add, device)
+    out_file.close()
     print(f"wrote {len(rows)} rows to {args.out} ({device.device_kind})")
     return 0
 
