@@ -77,7 +77,8 @@ collectives on the slice synchronising their replica groups, async -start/-done 
 independent compute, one static order on every device. The report is the --timeline table (or
 the same JSON keys); phases are per-op_name subtotals (the first path component after JAX's
 "jit(NAME)/"). --hw is required; --mesh defaults to the smallest slice holding the devices the
-module names. Model flags (--model, --backend, --batch, --routing, ...) are refused with --hlo.
+module names. --routing draws the ragged sizes of the ops whose annotations say what they hold
+(a module `perfsim lower` printed); model flags (--model, --backend, --batch, ...) are refused.
 
 --timeline columns: HBM MB is what the op reads and writes in the device's HBM (a ragged
 all-to-all: the rows it sends and receives, not its buffers); net MB what it sends to other

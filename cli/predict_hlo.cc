@@ -43,9 +43,12 @@ bool AllMatrixOpsF32(const Module& module) {
 
 // The scenario line of an --hlo prediction, in place of the MoE one.
 std::string HloScenarioLine(const Prediction& p, const Timeline& t) {
-  return fmt::format("module {} (HLO, {}), {} {} ({} devices)", t.module,
+  // The routing only where it timed something (a module that says what its sizes hold).
+  const std::string routing =
+      t.routed_ops > 0 ? absl::StrCat(", routing ", RoutingSpecToString(t.routing)) : "";
+  return fmt::format("module {} (HLO, {}), {} {} ({} devices){}", t.module,
                      t.fused ? "unfused: loop fusion applied" : "compiled", p.chip, p.mesh,
-                     p.num_devices);
+                     p.num_devices, routing);
 }
 
 }  // namespace
@@ -96,7 +99,7 @@ absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Ti
     row.phase = HloPhaseOf(op.op_name);
     row.stage = row.phase;
     row.stream = op.stream == Stream::kCommunication ? "comm" : "compute";
-    row.seconds = op.seconds;
+    row.seconds = op.seconds;  // the slowest device's (routed ops differ per device)
     row.bound = op.bound;
     row.flops = op.flops;
     row.bytes = op.bytes;
@@ -150,15 +153,23 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
   for (const FlagSpec& spec : StepFlagSpecs()) {
     if (flags.Has(spec.name)) refused.push_back("--" + spec.name);
   }
-  for (const char* name : {"adam", "routing"}) {
-    if (flags.Has(name)) refused.push_back(absl::StrCat("--", name));
-  }
+  if (flags.Has("adam")) refused.push_back("--adam");
   if (!refused.empty()) {
     return ReportStatus(
         absl::InvalidArgumentError(absl::StrCat(
-            "--hlo: expected only --hw, --mesh, --format, --timeline, --trace and "
+            "--hlo: expected only --hw, --mesh, --routing, --format, --timeline, --trace and "
             "--trace-devices with a module (the others describe perfsim's own lowering); got ",
             absl::StrJoin(refused, ", "))),
+        io);
+  }
+  // predict's spellings (sim/moe/routing.h); the module's annotations say what it fills.
+  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(flags.Get("routing", "uniform"));
+  if (!routing.ok()) {
+    // A routing file's own errors name the file, not the flag.
+    const bool named = absl::StartsWith(routing.status().message(), "--routing");
+    return ReportStatus(
+        named ? routing.status()
+              : Annotate(routing.status(), absl::StrCat("--routing ", flags.Get("routing"))),
         io);
   }
   if (absl::Status s = ExpectNoPositional(flags); !s.ok()) return ReportStatus(s, io);
@@ -193,7 +204,8 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
   };
   absl::StatusOr<Topology> topology = TopologyForModule(**module, *chip, flags.Get("mesh"));
   if (!topology.ok()) return ReportStatus(topology.status(), io);
-  absl::StatusOr<Timeline> timeline = SimulateModule(**module, *chip, *topology);
+  absl::StatusOr<Timeline> timeline =
+      SimulateModule(**module, *chip, *topology, {.routing = *std::move(routing)});
   if (!timeline.ok()) return ReportStatus(located(timeline.status()), io);
   absl::StatusOr<Prediction> prediction =
       PredictionFromTimeline(**module, *timeline, *chip, *topology);
@@ -221,6 +233,7 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
     scenario.set_hw(p.chip);
     scenario.set_mesh(p.mesh);
     scenario.set_devices(static_cast<double>(p.num_devices));
+    if (timeline->routed_ops > 0) scenario.set_routing(RoutingSpecToString(timeline->routing));
     io.out << ReportJson(r);
     return kExitOk;
   }

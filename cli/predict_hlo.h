@@ -7,8 +7,10 @@
 //   io.out << PredictionJson(p);
 //
 // The report's parts for a module with no model behind it:
-//   scenario  model = the module's name, backend "hlo"; phase, batch, seq, parallelism and
-//             routing are empty (the JSON's scenario has them as "" and 0);
+//   scenario  model = the module's name, backend "hlo"; phase, batch, seq and parallelism are
+//             empty (the JSON's scenario has them as "" and 0); routing is --routing's
+//             (default uniform) when the module's annotations say what its ragged sizes hold
+//             (a module `perfsim lower` printed: simulator.h step 6), else empty;
 //   phases    per-op_name subtotals: the first path component of the op's metadata op_name
 //             after JAX's outer "jit(NAME)/" (HloPhaseOf), e.g. "jvp()" (the forward) and
 //             "transpose(jvp())" (the backward) of a jax.grad module; "other" without one;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "sim/moe/ragged_sizes.h"
 
 namespace perfsim {
 
@@ -69,6 +70,30 @@ Kernel::Projection ProjectionOfRole(absl::string_view role) {
   if (absl::StartsWith(role, "wi.")) return Kernel::PROJECTION_WI;
   if (absl::StartsWith(role, "wo.")) return Kernel::PROJECTION_WO;
   return Kernel::PROJECTION_UNSPECIFIED;
+}
+
+void AnnotateRouting(const StepSpec& spec, Module& module) {
+  const RoutingShape shape = RoutingLayout::ForStep(spec).ToProto();
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      const Annotation* annotation = instruction->annotation();
+      if (annotation != nullptr && annotation->has_ragged()) {
+        UpdateAnnotation(instruction.get(),
+                         [&](Annotation& a) { *a.mutable_ragged()->mutable_routing() = shape; });
+      }
+      if (instruction->opcode() != Opcode::kRaggedAllToAll) continue;
+      const std::optional<Stage> stage = StageOfAnnotation(annotation);
+      if (!stage.has_value()) continue;
+      // sim/predict's rule (prepare.cc): towards the experts in dispatch and combine_bwd.
+      const bool to_experts = *stage == Stage::kDispatch || *stage == Stage::kCombineBwd;
+      UpdateAnnotation(instruction.get(), [&](Annotation& a) {
+        RaggedTransfer& traffic = *a.mutable_traffic();
+        traffic.set_direction(to_experts ? RaggedTransfer::DIRECTION_TO_EXPERTS
+                                         : RaggedTransfer::DIRECTION_FROM_EXPERTS);
+        *traffic.mutable_routing() = shape;
+      });
+    }
+  }
 }
 
 }  // namespace perfsim

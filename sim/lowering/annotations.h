@@ -38,6 +38,14 @@ Kernel KernelConfig(Kernel::Name kernel, Kernel::Projection projection, const Gm
 // "wi.fwd", "wo.dlhs", ... -> the projection; unspecified for anything else.
 Kernel::Projection ProjectionOfRole(absl::string_view role);
 
+// The routing a lowered module's ragged sizes come from (proto/annotation.proto RoutingShape,
+// sim/moe/ragged_sizes.h RoutingLayout::ForStep(spec)), written where a reader needs it:
+// into every RaggedSizes annotation, and as a RaggedTransfer on every ragged-all-to-all, whose
+// direction its stage gives (dispatch and combine_bwd send towards the experts; combine and
+// dispatch_bwd back; a ragged-all-to-all without a stage gets none). LowerStep calls it last,
+// so that `lower` -> print -> `predict --hlo --routing` can draw the sizes predict draws.
+void AnnotateRouting(const StepSpec& spec, Module& module);
+
 }  // namespace perfsim
 
 #endif  // PERFSIM_SIM_LOWERING_ANNOTATIONS_H_

@@ -415,6 +415,7 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
     return Annotate(module.status(), absl::StrCat("lowering ", backend->name()));
   }
   step.module = *std::move(module);
+  AnnotateRouting(spec, *step.module);  // annotations.h: what --routing needs (issue 12)
   RecordSaved(s, step);
   return step;
 }

@@ -92,6 +92,12 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> PermuteGroups(const Instructio
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> SyncGroups(const Instruction& instruction,
                                                              int64_t num_devices) {
+  return CollectiveGroups(instruction, num_devices, /*keep_single=*/false);
+}
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(const Instruction& instruction,
+                                                                   int64_t num_devices,
+                                                                   bool keep_single) {
   const Instruction* collective = CollectiveOf(instruction);
   if (collective == nullptr) return std::vector<std::vector<int64_t>>();
   if (IsPermute(collective->opcode())) return PermuteGroups(*collective, num_devices);
@@ -121,7 +127,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> SyncGroups(const Instruction& 
             instruction.name(), ": expected devices below ", num_devices, "; got ", d));
       }
     }
-    if (group.size() >= 2) out.push_back(std::move(group));
+    if (keep_single || group.size() >= 2) out.push_back(std::move(group));
   }
   return out;
 }

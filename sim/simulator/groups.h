@@ -32,6 +32,12 @@ namespace perfsim {
 absl::StatusOr<std::vector<std::vector<int64_t>>> SyncGroups(const Instruction& instruction,
                                                              int64_t num_devices);
 
+// SyncGroups, with groups of one device kept when `keep_single` (a ragged-all-to-all's
+// lone member still copies its own rows). Permute groups are never single.
+absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(const Instruction& instruction,
+                                                                   int64_t num_devices,
+                                                                   bool keep_single);
+
 }  // namespace perfsim
 
 #endif  // PERFSIM_SIM_SIMULATOR_GROUPS_H_

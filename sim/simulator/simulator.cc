@@ -17,6 +17,7 @@
 #include "sim/simulator/computation_time.h"
 #include "sim/simulator/fusion.h"
 #include "sim/simulator/groups.h"
+#include "sim/simulator/routed.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
@@ -103,6 +104,82 @@ absl::StatusOr<Topology> TopologyForModule(const Module& module, const Chip& chi
   return topology;
 }
 
+namespace {
+
+// One schedule op before costing: an instruction of the entry, or of a call inlined into it.
+struct FlatOp {
+  const Instruction* instruction = nullptr;
+  std::string name;          // "call.3/all-reduce.1" inside call.3
+  bool interior = false;     // fusion.h, in its computation's plan
+  bool inlined_call = false;  // a call whose computation precedes it: costs nothing itself
+  bool fusion_applied = false;  // its computation was loop-fused (PlanFusion applied)
+  std::vector<int64_t> operands;           // schedule ops: operands, then control predecessors
+  std::vector<bool> operand_interior;      // per instruction operand
+};
+
+// Appends the ops of `computation` in text order, each call's computation inlined in front of
+// the call (its parameters read the call's operands, the call reads its root), and returns the
+// root's op. `arguments`: the ops a called computation's parameters stand for (empty for the
+// entry); `after`: ops every op waits for (the call's control predecessors). The nesting is
+// bounded by kMaxCallDepth (checked first).
+int64_t Flatten(const Computation& computation, const std::string& prefix,
+                const std::vector<int64_t>& arguments, const std::vector<int64_t>& after,
+                std::vector<FlatOp>& out, bool* fusion_applied = nullptr) {
+  const auto& instructions = computation.instructions();
+  const FusionPlan plan = PlanFusion(computation);
+  if (fusion_applied != nullptr) *fusion_applied = plan.applied;
+  absl::flat_hash_map<const Instruction*, int64_t> op_of, position;
+  op_of.reserve(instructions.size());
+  position.reserve(instructions.size());
+  for (size_t i = 0; i < instructions.size(); ++i) position[instructions[i].get()] = i;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction& instruction = *instructions[i];
+    std::vector<int64_t> operands;
+    std::vector<bool> operand_interior;
+    for (const Instruction* operand : instruction.operands()) {
+      operands.push_back(op_of.at(operand));
+      operand_interior.push_back(plan.applied && plan.interior[position.at(operand)]);
+    }
+    for (const Instruction* predecessor : instruction.control_predecessors()) {
+      operands.push_back(op_of.at(predecessor));
+    }
+    operands.insert(operands.end(), after.begin(), after.end());
+    if (instruction.opcode() == Opcode::kParameter && !arguments.empty()) {
+      // A called computation's parameter is the call's operand.
+      for (int64_t p = 0; p < computation.parameter_count(); ++p) {
+        if (computation.parameter(p) == &instruction) operands.push_back(arguments[p]);
+      }
+    }
+    if (instruction.opcode() == Opcode::kCall && instruction.to_apply() != nullptr) {
+      std::vector<int64_t> call_after(operands.begin() + instruction.operand_count(),
+                                      operands.end());
+      std::vector<int64_t> call_arguments(operands.begin(),
+                                          operands.begin() + instruction.operand_count());
+      const int64_t root =
+          Flatten(*instruction.to_apply(), absl::StrCat(prefix, instruction.name(), "/"),
+                  call_arguments, call_after, out);
+      operands = {root};
+      operand_interior = {false};
+      out.push_back(FlatOp{.instruction = &instruction,
+                           .name = absl::StrCat(prefix, instruction.name()),
+                           .inlined_call = true,
+                           .operands = std::move(operands),
+                           .operand_interior = {}});
+    } else {
+      out.push_back(FlatOp{.instruction = &instruction,
+                           .name = absl::StrCat(prefix, instruction.name()),
+                           .interior = plan.applied && plan.interior[i],
+                           .fusion_applied = plan.applied,
+                           .operands = std::move(operands),
+                           .operand_interior = std::move(operand_interior)});
+    }
+    op_of[&instruction] = static_cast<int64_t>(out.size()) - 1;
+  }
+  return op_of.at(computation.root());
+}
+
+}  // namespace
+
 absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
                                         const Topology& topology,
                                         const SimulatorOptions& options) {
@@ -113,6 +190,7 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
   }
   Timeline t;
   t.module = module.name();
+  t.routing = options.routing;
   const bool flat = module.replica_count() * module.num_partitions() == 1;
   t.num_devices = options.num_devices > 0 ? options.num_devices
                   : flat                  ? topology.num_devices()
@@ -124,14 +202,12 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
         t.num_devices, " devices"));
   }
 
-  // The liveness pass (and the timer's recursion) follow the call nesting: bounded first.
+  // The liveness pass, the timer's recursion and the inlining follow the call nesting:
+  // bounded first.
   PERFSIM_RETURN_IF_ERROR(CheckCallDepth(module));
-  const auto& instructions = entry->instructions();
-  absl::flat_hash_map<const Instruction*, int64_t> index;
-  index.reserve(instructions.size());
-  for (size_t i = 0; i < instructions.size(); ++i) index[instructions[i].get()] = i;
-  const FusionPlan fusion = PlanFusion(*entry);
-  t.fused = fusion.applied;
+  std::vector<FlatOp> flat_ops;
+  flat_ops.reserve(entry->instructions().size());
+  Flatten(*entry, "", {}, {}, flat_ops, &t.fused);
 
   CostMemo memo;
   const CostOptions cost_options{.mode = CostMode::kTrue,
@@ -140,50 +216,85 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
                                  .memo = &memo};
   UnknownWork unknown_work;
   ComputationTimer timer(chip, cost_options);
+  RoutedTimer routed_timer(chip, topology, options.routing, t.num_devices);
+  const int64_t n = static_cast<int64_t>(flat_ops.size());
   ScheduleProblem problem{.num_devices = t.num_devices};
-  problem.ops.resize(instructions.size());
-  t.ops.resize(instructions.size());
-  std::vector<bool> operand_interior;
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction& instruction = *instructions[i];
-    absl::StatusOr<OpCost> cost = CostInstruction(instruction, chip, cost_options);
-    if (!cost.ok()) return Located(instruction, cost.status());
-    // sim/cost counts a loop's body its trip count times; unknown_work lists it when that count
-    // is unknown, or when what it calls holds work of unknown time.
-    const bool untimed = !cost->seconds.has_value() || unknown_work.Of(instruction);
-    // Calls, loops and conditionals: their computations fused and counted by the same rules.
-    absl::StatusOr<std::optional<double>> composite = timer.CompositeSeconds(instruction);
-    if (!composite.ok()) return Located(instruction, composite.status());
-    if (composite->has_value()) cost->seconds = **composite;
-    operand_interior.clear();
-    for (const Instruction* operand : instruction.operands()) {
-      operand_interior.push_back(fusion.interior[index.at(operand)]);
+  problem.ops.resize(n);
+  t.ops.resize(n);
+  ScheduleDurations durations;
+  durations.uniform.assign(n, 0.0);
+  durations.row.assign(n, -1);
+  // Per routed op: its costs per device (RoutedTimer).
+  std::vector<std::optional<RoutedTime>> routed(n);
+  auto add_rate = [&](const std::string& rate) {
+    if (std::find(t.unknown_rates.begin(), t.unknown_rates.end(), rate) == t.unknown_rates.end()) {
+      t.unknown_rates.push_back(rate);
     }
-    const OpCost fused =
-        fusion.applied ? FusedCost(instruction, *cost, fusion.interior[i], operand_interior)
-                       : *cost;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    FlatOp& flat_op = flat_ops[i];
+    const Instruction& instruction = *flat_op.instruction;
     TimelineOp& op = t.ops[i];
     op.instruction = &instruction;
-    op.name = instruction.name();
+    op.name = std::move(flat_op.name);
     op.opcode = std::string(OpcodeSpelling(instruction.opcode()));
     op.op_name = OpNameOf(instruction);
+    op.fused = flat_op.interior;
+    ScheduleOp& s = problem.ops[i];
+    s.operands = std::move(flat_op.operands);
+    if (flat_op.inlined_call) {
+      // Its instructions are ops of their own: the call only hands on its root's value.
+      s.stream = Stream::kNone;
+      s.duration = {0.0};
+      continue;
+    }
+    PERFSIM_ASSIGN_OR_RETURN(routed[i], routed_timer.Time(instruction));
+    OpCost fused;
+    bool untimed = false;
+    if (routed[i].has_value() && instruction.opcode() == Opcode::kRaggedAllToAll) {
+      // Timed from the routing's traffic alone: sim/cost's generic time (the operand's rows
+      // spread evenly) would route every flow of every group once more for nothing.
+      fused = OpCost{.seconds = 0.0, .bound = Bound::kCommunication};
+    } else {
+      absl::StatusOr<OpCost> cost = CostInstruction(instruction, chip, cost_options);
+      if (!cost.ok()) return Located(instruction, cost.status());
+      // sim/cost counts a loop's body its trip count times; unknown_work lists it when that
+      // count is unknown, or when what it calls holds work of unknown time.
+      untimed = !cost->seconds.has_value() || unknown_work.Of(instruction);
+      // Calls, loops and conditionals: their computations fused and counted by the same rules.
+      absl::StatusOr<std::optional<double>> composite = timer.CompositeSeconds(instruction);
+      if (!composite.ok()) return Located(instruction, composite.status());
+      if (composite->has_value()) cost->seconds = **composite;
+      fused = flat_op.fusion_applied
+                  ? FusedCost(instruction, *cost, flat_op.interior, flat_op.operand_interior)
+                  : *cost;
+    }
     op.seconds = fused.seconds.value_or(0);
     op.bound = fused.bound;
     op.flops = fused.counts.flops;
     op.bytes = fused.counts.bytes_accessed;
-    op.fused = fusion.interior[i];
-    op.lower_bound = untimed || !cost->unknown_rates.empty();
+    op.lower_bound = untimed || !fused.unknown_rates.empty();
     if (untimed) t.untimed.push_back(op.name);
-    for (const std::string& rate : cost->unknown_rates) {
-      if (std::find(t.unknown_rates.begin(), t.unknown_rates.end(), rate) ==
-          t.unknown_rates.end()) {
-        t.unknown_rates.push_back(rate);
-      }
-    }
+    for (const std::string& rate : fused.unknown_rates) add_rate(rate);
     const bool communication = IsCollectiveInstruction(instruction) &&
                                !IsAsyncDone(instruction.opcode()) &&
                                instruction.opcode() != Opcode::kAsyncUpdate;
-    op.stream = op.seconds <= 0    ? Stream::kNone
+    bool takes_time = op.seconds > 0;
+    if (routed[i].has_value()) {
+      // Per-device durations: a row of the schedule's per-device table.
+      const RoutedTime& r = *routed[i];
+      durations.row[i] = static_cast<int32_t>(durations.per_device.size() / t.num_devices);
+      for (int64_t d = 0; d < t.num_devices; ++d) {
+        const RoutedWork& w = r.work[r.work_of_device[d]];
+        durations.per_device.push_back(w.seconds);
+        takes_time = takes_time || w.seconds > 0;
+      }
+      for (const RoutedWork& w : r.work) {
+        for (const std::string& rate : w.unknown_rates) add_rate(rate);
+        op.lower_bound = op.lower_bound || !w.unknown_rates.empty();
+      }
+    }
+    op.stream = !takes_time      ? Stream::kNone
                 : communication ? Stream::kCommunication
                                 : Stream::kCompute;
     if (communication) {
@@ -192,23 +303,12 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
       if (!groups.ok()) return Located(instruction, groups.status());
       op.groups = *std::move(groups);
     }
-    ScheduleOp& s = problem.ops[i];
-    for (const Instruction* operand : instruction.operands()) s.operands.push_back(index.at(operand));
-    for (const Instruction* predecessor : instruction.control_predecessors()) {
-      s.operands.push_back(index.at(predecessor));
-    }
     s.stream = op.stream;
-    s.duration = {op.seconds};
     if (op.stream == Stream::kCommunication) s.groups = op.groups;
-    t.serial_seconds += op.seconds;
-    t.flops += op.flops;
+    durations.uniform[i] = op.seconds;
   }
 
   PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, ScheduleGraph::Create(std::move(problem)));
-  ScheduleDurations durations;
-  durations.uniform.reserve(t.ops.size());
-  for (const TimelineOp& op : t.ops) durations.uniform.push_back(op.seconds);
-  durations.row.assign(t.ops.size(), -1);
   PERFSIM_ASSIGN_OR_RETURN(t.schedule,
                            SimulateSchedule(graph, durations, {.every_class = options.every_class}));
   t.slowest_device = t.schedule.slowest_device;
@@ -217,6 +317,23 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
   t.compute_busy = slowest.compute_busy;
   t.communication_busy = slowest.communication_busy;
   t.exposed_communication = slowest.exposed_communication;
+  // Routed ops: the slowest device's figures on the op, every device's duration beside them.
+  for (int64_t i = 0; i < n; ++i) {
+    TimelineOp& op = t.ops[i];
+    if (routed[i].has_value()) {
+      ++t.routed_ops;
+      const RoutedTime& r = *routed[i];
+      const RoutedWork& w = r.work[r.work_of_device[t.slowest_device]];
+      op.seconds = w.seconds;
+      op.flops = w.flops;
+      op.bytes = w.bytes;
+      op.bound = w.bound;
+      op.device_seconds.reserve(t.num_devices);
+      for (int32_t k : r.work_of_device) op.device_seconds.push_back(r.work[k].seconds);
+    }
+    t.serial_seconds += op.seconds;
+    t.flops += op.flops;
+  }
 
   for (const Instruction* parameter : entry->parameters()) {
     t.parameter_bytes = SaturatingAdd(t.parameter_bytes, parameter->shape().ByteSize());

@@ -10,7 +10,12 @@
 //   t.schedule.device(d).start[i];   // when it starts on device d
 //
 // What it reads: nothing but the module (no model, no lowering). What it does:
-//   1. Every instruction of the entry computation is one schedule op (sim/schedule). Its
+//   1. Every instruction of the entry computation is one schedule op (sim/schedule), and so
+//      is every instruction of a computation the entry calls (`call`, inlined recursively: a
+//      shard_map's all-reduce inside a call is a collective of its own, on the communication
+//      stream, not compute inside a kernel); the called instructions come in front of their
+//      call, named "call.3/all-reduce.1", their parameters wait for the call's operands, and
+//      the call itself takes no time and waits for its root. An op's
 //      duration is sim/cost's true-mode time (CostInstruction) on one device of `chip`, with
 //      collectives timed on `topology`: a fusion, a custom-call, a call, a conditional (its
 //      slowest branch) and an async computation are one kernel each; a while counts its body
@@ -33,14 +38,25 @@
 //   5. HBM: entry parameters plus the interpreter's static liveness peak over its own
 //      evaluation order (constants included; sim/interp/memory_plan.h, through
 //      ComputeMemoryNeed), so the two agree on what is live.
+//   6. Ragged sizes are run-time values, drawn from options.routing (default uniform) where
+//      the module says what they hold (routed.h): grouped matmuls (ragged-dot, perfsim.gmm /
+//      tgmm) whose group-sizes operand carries a RaggedSizes annotation with its routing are
+//      timed per device with that device's group sizes, and ragged-all-to-alls with a
+//      RaggedTransfer annotation with the routing's traffic, group by group. Devices with other
+//      sizes get other durations, so the schedule has several device classes. Without these
+//      annotations (any module not lowered by perfsim) the ops keep sim/cost's static time:
+//      a ragged-dot as one dot with up to G - 1 row tiles of waste, a gmm / tgmm with unknown
+//      sizes (every group boundary splitting a tile), a ragged-all-to-all as its operand's
+//      rows spread evenly over its group.
 // Never a silent 0: an instruction whose time sim/cost cannot give, a custom-call of a target
 // perfsim does not model (its time is then only its HBM traffic), or a call, loop or
 // conditional holding such an op is listed in `untimed` and marked lower_bound.
 //
 // Errors: InvalidArgument for a module without an entry, calls nested deeper than
 // kMaxCallDepth (sim/ir/verifier.h: the liveness pass recurses), a module of more devices than the
-// topology has, a collective whose groups name devices out of range, or an instruction sim/cost
-// refuses (the message names it, with its line:column when the text gave one).
+// topology has, a collective whose groups name devices out of range, an instruction sim/cost
+// refuses, or an annotated routing the routing spec cannot fill (routed.h) (the message names
+// the instruction, with its line:column when the text gave one).
 #ifndef PERFSIM_SIM_SIMULATOR_SIMULATOR_H_
 #define PERFSIM_SIM_SIMULATOR_SIMULATOR_H_
 
@@ -54,6 +70,7 @@
 #include "sim/cost/cost_types.h"
 #include "sim/hw/chip.h"
 #include "sim/ir/instruction.h"
+#include "sim/moe/routing.h"
 #include "sim/schedule/schedule.h"
 
 namespace perfsim {
@@ -65,13 +82,18 @@ struct SimulatorOptions {
   // Every device class's full timeline (a trace of several devices); false completes only the
   // slowest device's (SimulateOptions::every_class).
   bool every_class = true;
+  // The distribution ragged sizes are drawn from (sim/moe/routing.h: uniform, zipf:S, hot:P,
+  // file:PATH), for the ops annotated with what their sizes hold (step 6 above).
+  RoutingSpec routing;
 };
 
-// One entry instruction, as simulated. Times are the same on every device (SPMD); where it
-// starts differs per device and is in Timeline::schedule.
+// One schedule op: an entry instruction or one of an inlined call's, as simulated. Times are
+// the same on every device (SPMD) but for routed ops (step 6), whose figures here are the
+// slowest device's and device_seconds has every device's; where an op starts differs per
+// device and is in Timeline::schedule.
 struct TimelineOp {
   const Instruction* instruction = nullptr;
-  std::string name;
+  std::string name;  // the instruction's; "call.3/all-reduce.1" inside an inlined call.3
   std::string opcode;
   std::string op_name;  // metadata op_name, "" when none
   Stream stream = Stream::kNone;
@@ -82,12 +104,20 @@ struct TimelineOp {
   bool fused = false;        // interior of a loop fusion (fusion.h): no HBM write, no launch
   bool lower_bound = false;  // untimed work or a chip rate missing: the time is a lower bound
   std::vector<std::vector<int64_t>> groups;  // collectives: the device groups it synchronises
+  // Routed ops: the duration on each device (num_devices entries); empty otherwise.
+  std::vector<double> device_seconds;
+
+  double SecondsOn(int64_t device) const {
+    return device_seconds.empty() ? seconds : device_seconds[device];
+  }
 };
 
 struct Timeline {
   std::string module;
   int64_t num_devices = 1;
-  std::vector<TimelineOp> ops;  // the entry's instructions, in text order
+  // The entry's instructions in text order, each inlined call's instructions (by the same
+  // rule) in front of the call.
+  std::vector<TimelineOp> ops;
   // Issue order, device classes and each class's start/finish per op (schedule.h).
   Schedule schedule;
   // The slowest device's figures.
@@ -96,7 +126,9 @@ struct Timeline {
   double compute_busy = 0;
   double communication_busy = 0;
   double exposed_communication = 0;
-  double serial_seconds = 0;  // every op one after another (what `perfsim cost` sums)
+  // Every op one after another on the slowest device (what `perfsim cost` sums, but for loop
+  // fusion and routed sizes).
+  double serial_seconds = 0;
   // HBM per device: entry parameters, and the peak of the other live buffers (constants
   // included) with where it happens ("while.2 > dot.7").
   int64_t parameter_bytes = 0;
@@ -105,10 +137,14 @@ struct Timeline {
   // Names of the instructions whose time is not (fully) known; see the header comment.
   std::vector<std::string> untimed;
   std::vector<std::string> unknown_rates;  // chip rates the costs needed and the chip lacks
-  // FLOP the module executes on one device (true counts, every op, loops times their trips):
-  // the "model flops" of a real module, recomputation included.
+  // FLOP the module executes on the slowest device (true counts, every op, loops times their
+  // trips): the "model flops" of a real module, recomputation included.
   double flops = 0;
   bool fused = false;  // loop fusion applied (the module was not fused)
+  // The routing the ragged sizes were drawn from, and how many ops it timed (step 6); 0 when
+  // the module says nothing about its ragged sizes.
+  RoutingSpec routing;
+  int64_t routed_ops = 0;
 };
 
 // The slice for a module: `mesh` when given (Topology::Create), else TopologyForDevices of its

@@ -57,7 +57,8 @@ TEST(SimulatorJaxModules, EveryModuleIsPredicted) {
       EXPECT_LE(t->step_seconds, t->serial_seconds + slack);
       EXPECT_LE(t->exposed_communication, t->communication_busy + slack);
       EXPECT_GE(t->peak_buffer_bytes, 0);
-      EXPECT_EQ(t->ops.size(), (*m)->entry()->instructions().size());
+      // One op per entry instruction, and one per instruction of each inlined call.
+      EXPECT_GE(t->ops.size(), (*m)->entry()->instructions().size());
       if (t->communication_busy > 0) ++with_collectives;
       if (t->num_devices == 8) ++eight_devices;
       absl::StatusOr<Timeline> again = SimulateModule(**m, *chip, *topology);

@@ -1,0 +1,160 @@
+// `perfsim lower` -> print -> parse -> the simulator with a routing times every grouped matmul
+// and ragged-all-to-all on every device as `perfsim predict` does for the same scenario
+// (issue 12: ragged sizes from --routing in the model-agnostic simulator).
+//
+// Both sides draw the routing matrix the same way (sim/moe/ragged_sizes.h) and cost the same
+// sizes with the same functions (CostGroupedMatmul, RouteTraffic), so the durations agree to
+// rounding. Tolerance: predict's per-device durations are read back from its schedule as
+// finish − start, which is exact only to the rounding of times of the step's magnitude
+// (~1e-16 · step); we allow 1e-12 relative plus 1e-15 · step. Anything larger is a real
+// difference in sizes or traffic: one more tile or row changes a duration by far more.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/ir/custom_call_targets.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/ir/verifier.h"
+#include "sim/moe/model_registry.h"
+#include "sim/predict/predict.h"
+#include "sim/simulator/simulator.h"
+#include "tests/cli/cli_test_util.h"
+
+namespace perfsim {
+namespace {
+
+using ::perfsim::testing::CliResult;
+using ::perfsim::testing::RunCli;
+using ::testing::HasSubstr;
+
+struct Scenario {
+  std::string model, backend, parallelism, hw, mesh;
+  int64_t batch, seq;
+};
+
+std::vector<std::string> StepFlags(const Scenario& s) {
+  return {"--model", s.model, "--backend", s.backend, "--parallelism", s.parallelism,
+          "--batch", std::to_string(s.batch), "--seq", std::to_string(s.seq),
+          "--phase", "fwd_bwd"};
+}
+
+bool Routable(const Instruction& instruction) {
+  const Opcode op = instruction.opcode();
+  if (op == Opcode::kRaggedDot || op == Opcode::kRaggedAllToAll) return true;
+  const std::string& target = instruction.attributes().custom_call_target;
+  return op == Opcode::kCustomCall && (target == kGmmTarget || target == kTgmmTarget);
+}
+
+void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text) {
+  SCOPED_TRACE(s.backend + " " + s.model + " " + s.hw + " " + routing_text);
+  CliResult lowered = RunCli([&] {
+    std::vector<std::string> args = {"lower"};
+    for (const std::string& f : StepFlags(s)) args.push_back(f);
+    return args;
+  }());
+  ASSERT_EQ(lowered.code, 0) << lowered.err;
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseHloModule(lowered.out, "lowered.hlo");
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(VerifyModule(**module).ok());
+  absl::StatusOr<Chip> chip = ResolveChip(s.hw);
+  ASSERT_TRUE(chip.ok()) << chip.status();
+  absl::StatusOr<Topology> topology = TopologyForModule(**module, *chip, s.mesh);
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(routing_text);
+  ASSERT_TRUE(routing.ok()) << routing.status();
+  absl::StatusOr<Timeline> t = SimulateModule(**module, *chip, *topology, {.routing = *routing});
+  ASSERT_TRUE(t.ok()) << t.status();
+
+  // predict on the same scenario, with every simulated device's schedule.
+  absl::StatusOr<ModelConfig> model = ResolveModel(s.model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  PredictOptions o{.spec = StepSpec::Defaults(*model)};
+  o.spec.batch = s.batch;
+  o.spec.seq = s.seq;
+  o.spec.phase = Phase::kForwardBackward;
+  o.spec.backend = s.backend;
+  absl::StatusOr<Parallelism> parallelism = ParseParallelism(s.parallelism);
+  ASSERT_TRUE(parallelism.ok()) << parallelism.status();
+  o.spec.parallelism = *parallelism;
+  o.hw = s.hw;
+  o.mesh = s.mesh;
+  o.routing = *routing;
+  absl::StatusOr<Prediction> p = Predict(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->num_devices, t->num_devices);
+  ASSERT_EQ(p->op_info.size(), t->ops.size());  // no calls in a lowering: one op each
+  const int64_t simulated = p->schedule.num_devices();
+
+  int64_t routable = 0, compared = 0, devices_differ = 0;
+  for (size_t i = 0; i < t->ops.size(); ++i) {
+    const TimelineOp& op = t->ops[i];
+    if (Routable(*op.instruction)) ++routable;
+    if (op.device_seconds.empty()) continue;
+    ASSERT_EQ(p->op_info[i].name, op.name);
+    for (int64_t d = 0; d < t->num_devices; ++d) {
+      const DeviceSchedule& ds = p->schedule.device(d % simulated);
+      const double predicted = ds.finish[i] - ds.start[i];
+      const double simulated_seconds = op.device_seconds[d];
+      EXPECT_NEAR(simulated_seconds, predicted,
+                  1e-12 * simulated_seconds + 1e-15 * p->step_seconds)
+          << op.name << " on device " << d;
+    }
+    ++compared;
+    if (op.device_seconds.front() != op.device_seconds.back()) ++devices_differ;
+  }
+  // Every grouped matmul and ragged-all-to-all of the lowering was routed, and compared.
+  EXPECT_GT(routable, 0);
+  EXPECT_EQ(t->routed_ops, routable);
+  EXPECT_EQ(compared, routable);
+  // A skewed routing gives the devices of an expert-parallel group different sizes (expert 0,
+  // the hottest, is on device 0); uniform gives every device the same, and so does any shared
+  // distribution when every device holds every expert (fsdp: each routes its own tokens
+  // alike, up to the rounding of one assignment).
+  if (routing_text == "uniform" || s.parallelism.find("ep=") == std::string::npos) {
+    EXPECT_EQ(devices_differ, 0);
+  } else {
+    EXPECT_GT(devices_differ, 0);
+  }
+}
+
+TEST(LowerPredictRouting, GroupedMatmulsAndRaggedAllToAllsMatchPredictPerDevice) {
+  const std::vector<Scenario> scenarios = {
+      // The issue's GPU scenario: ragged-dots and ragged-all-to-alls, aligned group sizes.
+      {"mixtral_8x7b", "grouped_gemm_aligned", "ep=8", "gpu_h100", "8", 8, 2048},
+      // gmm / tgmm custom-calls, each device its own assignments (ROWS_DEVICE).
+      {"deepseek_v2_lite", "megablox_gmm", "fsdp=8", "tpu_v5p", "2x2x2", 8, 1024},
+      // Two data-parallel replicas of four EP ranks: received sizes (ROWS_EP_GROUP, offset).
+      {"deepseek_v2_lite", "ep_ragged_a2a", "dp=2,ep=4", "tpu_v5p", "2x2x2", 8, 1024},
+      // All E groups rolled by the rank (roll_per_ep_rank).
+      {"deepseek_v2_lite", "ring_of_experts", "ep=8", "tpu_v5p", "2x2x2", 8, 1024},
+  };
+  for (const Scenario& s : scenarios) {
+    for (const char* routing : {"uniform", "zipf:1.2"}) ExpectSameRoutedTimes(s, routing);
+  }
+}
+
+TEST(LowerPredictRouting, CliTakesTheRoutingAndRefusesBadSpecs) {
+  CliResult lowered = RunCli({"lower", "--model", "nano", "--backend", "ep_ragged_a2a",
+                              "--parallelism", "ep=4", "--batch", "4", "--seq", "64"});
+  ASSERT_EQ(lowered.code, 0) << lowered.err;
+  CliResult skewed = RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", "hot:0.5"},
+                            lowered.out);
+  ASSERT_EQ(skewed.code, 0) << skewed.err;
+  EXPECT_THAT(skewed.out, HasSubstr("(4 devices), routing hot:0.5"));
+  CliResult uniform = RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p"}, lowered.out);
+  ASSERT_EQ(uniform.code, 0) << uniform.err;
+  EXPECT_THAT(uniform.out, HasSubstr("routing uniform"));
+  EXPECT_NE(skewed.out, uniform.out);
+  for (const char* bad : {"zipf", "hot:2", "skewed", "file:/nonexistent/counts.txt"}) {
+    CliResult r = RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", bad},
+                         lowered.out);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--routing")) << bad << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace perfsim
