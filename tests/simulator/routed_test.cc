@@ -6,7 +6,9 @@
 // 512 tokens per device, and a per-source routing file of rows {5, 1, 2, 0} and {0, 3, 3, 2}
 // (each sums to 8; scaled to T·K = 512 assignments: x64, exact):
 //   shard 0 = {320, 64, 128, 0}, shard 1 = {0, 192, 192, 128}.
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -337,6 +339,34 @@ TEST(SimulatorCalls, CalledAllReduceIsCommunicationAndOverlaps) {
   // The call's users wait for its root.
   EXPECT_EQ(t->schedule.device(0).start[IndexOf(*t, "c")],
             t->schedule.device(0).finish[IndexOf(*t, "c/n")]);
+}
+
+// JAX's data-parallel shard_map over a scanned MLP (tools/jax, lowered, unfused): the body of
+// the manual computation is a call, and its three gradient psums are all-reduces over the 8
+// devices. Inlined, each is a communication op of its own, named after the call.
+TEST(SimulatorCalls, ShardMapAllReducesOfAJaxScanAreCommunication) {
+  std::ifstream in(std::string(PERFSIM_TESTDATA_DIR) + "/hlo/scan/mlp_scan_dp8_n4.lowered.hlo");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::unique_ptr<Module> m = Parse(text.str());
+  ASSERT_NE(m, nullptr);
+  const Slice s = SetupFor(*m, "tpu_v5p");
+  absl::StatusOr<Timeline> t = SimulateModule(*m, s.chip, s.topology);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->num_devices, 8);
+  int64_t all_reduces = 0;
+  double communication = 0;
+  for (const TimelineOp& op : t->ops) {
+    if (op.opcode != "all-reduce") continue;
+    ++all_reduces;
+    EXPECT_THAT(op.name, ::testing::StartsWith("shard_map.22/psum."));
+    EXPECT_EQ(op.stream, Stream::kCommunication) << op.name;
+    EXPECT_THAT(op.groups, ElementsAre(ElementsAre(0, 1, 2, 3, 4, 5, 6, 7))) << op.name;
+    communication += op.seconds;
+  }
+  EXPECT_EQ(all_reduces, 3);
+  EXPECT_GT(communication, 0);
+  EXPECT_DOUBLE_EQ(t->communication_busy, communication);
 }
 
 }  // namespace
