@@ -104,6 +104,8 @@ absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Ti
     row.flops = op.flops;
     row.bytes = op.bytes;
     row.lower_bound = op.lower_bound;
+    row.sent_bytes = op.sent_bytes;
+    row.max_sent_bytes = op.max_sent_bytes;
   }
   // The slowest device's ops that take time or are not fully timed, by start.
   const DeviceSchedule& slowest = t.schedule.device(t.slowest_device);

@@ -214,6 +214,7 @@ absl::StatusOr<std::optional<RoutedTime>> RoutedTimer::RaggedAllToAll(
       time.work_of_device[group[i]] = static_cast<int32_t>(time.work.size());
       time.work.push_back(RoutedWork{.seconds = routed_time->seconds,
                                      .bytes = hbm,
+                                     .sent_bytes = routed_time->devices[i].send_bytes,
                                      .bound = Bound::kCommunication});
     }
   }

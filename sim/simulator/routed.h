@@ -48,7 +48,8 @@ namespace perfsim {
 struct RoutedWork {
   double seconds = 0;
   double flops = 0;
-  double bytes = 0;  // HBM bytes read and written
+  double bytes = 0;       // HBM bytes read and written
+  double sent_bytes = 0;  // ragged-all-to-all: bytes sent to other devices
   Bound bound = Bound::kNone;
   std::vector<std::string> unknown_rates;
 };

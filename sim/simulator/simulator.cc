@@ -128,27 +128,28 @@ int64_t Flatten(const Computation& computation, const std::string& prefix,
   const auto& instructions = computation.instructions();
   const FusionPlan plan = PlanFusion(computation);
   if (fusion_applied != nullptr) *fusion_applied = plan.applied;
-  absl::flat_hash_map<const Instruction*, int64_t> op_of, position;
+  // Each instruction's op; an operand's op says whether it is interior (the same plan).
+  absl::flat_hash_map<const Instruction*, int64_t> op_of;
   op_of.reserve(instructions.size());
-  position.reserve(instructions.size());
-  for (size_t i = 0; i < instructions.size(); ++i) position[instructions[i].get()] = i;
   for (size_t i = 0; i < instructions.size(); ++i) {
     const Instruction& instruction = *instructions[i];
     std::vector<int64_t> operands;
     std::vector<bool> operand_interior;
+    operands.reserve(instruction.operand_count());
+    operand_interior.reserve(instruction.operand_count());
     for (const Instruction* operand : instruction.operands()) {
-      operands.push_back(op_of.at(operand));
-      operand_interior.push_back(plan.applied && plan.interior[position.at(operand)]);
+      const int64_t op = op_of.at(operand);
+      operands.push_back(op);
+      operand_interior.push_back(out[op].interior);
     }
     for (const Instruction* predecessor : instruction.control_predecessors()) {
       operands.push_back(op_of.at(predecessor));
     }
     operands.insert(operands.end(), after.begin(), after.end());
     if (instruction.opcode() == Opcode::kParameter && !arguments.empty()) {
-      // A called computation's parameter is the call's operand.
-      for (int64_t p = 0; p < computation.parameter_count(); ++p) {
-        if (computation.parameter(p) == &instruction) operands.push_back(arguments[p]);
-      }
+      // A called computation's parameter N is the call's operand N (the verifier checked N).
+      const int64_t p = instruction.attributes().parameter_number.value_or(-1);
+      if (p >= 0 && p < static_cast<int64_t>(arguments.size())) operands.push_back(arguments[p]);
     }
     if (instruction.opcode() == Opcode::kCall && instruction.to_apply() != nullptr) {
       std::vector<int64_t> call_after(operands.begin() + instruction.operand_count(),
@@ -159,7 +160,6 @@ int64_t Flatten(const Computation& computation, const std::string& prefix,
           Flatten(*instruction.to_apply(), absl::StrCat(prefix, instruction.name(), "/"),
                   call_arguments, call_after, out);
       operands = {root};
-      operand_interior = {false};
       out.push_back(FlatOp{.instruction = &instruction,
                            .name = absl::StrCat(prefix, instruction.name()),
                            .inlined_call = true,
@@ -328,6 +328,10 @@ absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
       op.flops = w.flops;
       op.bytes = w.bytes;
       op.bound = w.bound;
+      op.sent_bytes = w.sent_bytes;
+      for (const RoutedWork& any : r.work) {
+        op.max_sent_bytes = std::max(op.max_sent_bytes, any.sent_bytes);
+      }
       op.device_seconds.reserve(t.num_devices);
       for (int32_t k : r.work_of_device) op.device_seconds.push_back(r.work[k].seconds);
     }

@@ -106,6 +106,10 @@ struct TimelineOp {
   std::vector<std::vector<int64_t>> groups;  // collectives: the device groups it synchronises
   // Routed ops: the duration on each device (num_devices entries); empty otherwise.
   std::vector<double> device_seconds;
+  // Routed ragged-all-to-alls: bytes sent to other devices (the slowest device's, and the most
+  // any device sends).
+  double sent_bytes = 0;
+  double max_sent_bytes = 0;
 
   double SecondsOn(int64_t device) const {
     return device_seconds.empty() ? seconds : device_seconds[device];

@@ -48,7 +48,9 @@ bool Routable(const Instruction& instruction) {
   return op == Opcode::kCustomCall && (target == kGmmTarget || target == kTgmmTarget);
 }
 
-void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text) {
+// Adds to *rows how many of predict's slowest-device rows it compared (none when the two pick
+// other devices).
+void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text, int64_t* rows) {
   SCOPED_TRACE(s.backend + " " + s.model + " " + s.hw + " " + routing_text);
   CliResult lowered = RunCli([&] {
     std::vector<std::string> args = {"lower"};
@@ -105,6 +107,20 @@ void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text) {
     ++compared;
     if (op.device_seconds.front() != op.device_seconds.back()) ++devices_differ;
   }
+  // The slowest device's rows (when both pick the same device): the routed ops' flops, HBM and
+  // network bytes are predict's too (the same sizes, the same counting).
+  if (p->slowest_device == t->slowest_device) {
+    for (const OpRow& row : p->ops) {
+      for (const TimelineOp& op : t->ops) {
+        if (op.name != row.name || op.device_seconds.empty()) continue;
+        ++*rows;
+        EXPECT_EQ(op.flops, row.flops) << op.name;
+        EXPECT_NEAR(op.bytes, row.bytes, 1e-12 * row.bytes) << op.name;
+        EXPECT_EQ(op.sent_bytes, row.sent_bytes) << op.name;
+        EXPECT_EQ(op.max_sent_bytes, row.max_sent_bytes) << op.name;
+      }
+    }
+  }
   // Every grouped matmul and ragged-all-to-all of the lowering was routed, and compared.
   EXPECT_GT(routable, 0);
   EXPECT_EQ(t->routed_ops, routable);
@@ -131,9 +147,11 @@ TEST(LowerPredictRouting, GroupedMatmulsAndRaggedAllToAllsMatchPredictPerDevice)
       // All E groups rolled by the rank (roll_per_ep_rank).
       {"deepseek_v2_lite", "ring_of_experts", "ep=8", "tpu_v5p", "2x2x2", 8, 1024},
   };
+  int64_t rows = 0;
   for (const Scenario& s : scenarios) {
-    for (const char* routing : {"uniform", "zipf:1.2"}) ExpectSameRoutedTimes(s, routing);
+    for (const char* routing : {"uniform", "zipf:1.2"}) ExpectSameRoutedTimes(s, routing, &rows);
   }
+  EXPECT_GT(rows, 0);
 }
 
 TEST(LowerPredictRouting, CliTakesTheRoutingAndRefusesBadSpecs) {

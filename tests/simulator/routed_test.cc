@@ -212,8 +212,11 @@ TEST(SimulatorRouting, GroupSizesAndTrafficComeFromTheRouting) {
   const TimelineOp& a2a = t->ops[IndexOf(*t, "a2a")];
   EXPECT_EQ(a2a.stream, Stream::kCommunication);
   EXPECT_THAT(a2a.device_seconds, ElementsAre(routed->seconds, routed->seconds));
-  // HBM of device 0: its rows sent (384 + 128) and received (384 + 192).
+  // HBM of device 0: its rows sent (384 + 128) and received (384 + 192); on the network it
+  // sends 128 rows, device 1 sends 192.
   EXPECT_EQ(a2a.bytes, (384 + 128 + 384 + 192) * 256.0);
+  EXPECT_EQ(a2a.sent_bytes, 128 * 256.0);
+  EXPECT_EQ(a2a.max_sent_bytes, 192 * 256.0);
 
   // The ragged-dot waits for the dispatch: device d finishes at A + its ragged-dot.
   EXPECT_DOUBLE_EQ(t->schedule.device(1).finish[IndexOf(*t, "rd")], routed->seconds + rd1);
