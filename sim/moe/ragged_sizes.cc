@@ -19,8 +19,8 @@ absl::StatusOr<RoutingLayout> RoutingLayout::FromProto(const RoutingShape& shape
   auto error = [&](const std::string& expected) {
     return absl::InvalidArgumentError(absl::StrCat(
         "routing { num_experts: ", l.num_experts, " experts_per_token: ", l.experts_per_token,
-        " tokens_per_shard: ", l.tokens_per_shard, " token_shards: ", l.token_shards,
-        " ep: ", l.ep, " tp: ", l.tp, " }: expected ", expected));
+        " tokens_per_shard: ", l.tokens_per_shard, " token_shards: ", l.token_shards, " ep: ", l.ep,
+        " tp: ", l.tp, " }: expected ", expected));
   };
   // Bounds first, so that the products below cannot overflow.
   constexpr int64_t kMax = int64_t{1} << 31;
@@ -77,26 +77,27 @@ std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
   if (groups <= 0 || groups > e) return std::nullopt;
   const int64_t shard = layout.ShardOf(device), rank = layout.EpRankOf(device);
   std::vector<int64_t> rows;
-  switch (ragged.rows()) {
-    case RaggedSizes::ROWS_DEVICE: rows.assign(routing.row(shard), routing.row(shard) + e); break;
-    case RaggedSizes::ROWS_EP_GROUP: {
-      // The shards of the device's EP group: its replica's ep consecutive rows.
-      rows.assign(e, 0);
-      const int64_t first_shard = shard - rank;
-      for (int64_t j = 0; j < layout.ep; ++j) {
-        const int64_t* row = routing.row(first_shard + j);
-        for (int64_t g = 0; g < e; ++g) rows[g] += row[g];
-      }
-      break;
+  if (ragged.rows() == RaggedSizes::ROWS_DEVICE) {
+    rows.assign(routing.row(shard), routing.row(shard) + e);
+  } else if (ragged.rows() == RaggedSizes::ROWS_EP_GROUP) {
+    // The shards of the device's EP group: its replica's ep consecutive rows.
+    rows.assign(e, 0);
+    const int64_t first_shard = shard - rank;
+    for (int64_t j = 0; j < layout.ep; ++j) {
+      const int64_t* row = routing.row(first_shard + j);
+      for (int64_t g = 0; g < e; ++g) rows[g] += row[g];
     }
-    default: return std::nullopt;
+  } else {
+    return std::nullopt;  // unspecified (or a value this build does not know)
   }
   // Offsets are taken mod E: any annotated value, negative included, names an expert.
-  const int64_t offset = ((ragged.group_offset_per_ep_rank() + ragged.roll_per_ep_rank()) % e + e) % e;
+  const int64_t offset =
+      ((ragged.group_offset_per_ep_rank() + ragged.roll_per_ep_rank()) % e + e) % e;
   const int64_t first = rank % e * offset % e;
   std::vector<int64_t> sizes(groups);
   for (int64_t g = 0; g < groups; ++g) sizes[g] = rows[(first + g) % e];
   const int64_t a = ragged.align();
+  if (a > (int64_t{1} << 31)) return std::nullopt;  // beyond any row count: not a real alignment
   if (a > 1) {
     for (int64_t& s : sizes) s = (s + a - 1) / a * a;
   }
@@ -105,8 +106,7 @@ std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
 
 std::vector<int64_t> RaggedExchangeRows(RaggedTransfer::Direction direction,
                                         const std::vector<int64_t>& group,
-                                        const RoutingMatrix& routing,
-                                        const RoutingLayout& layout) {
+                                        const RoutingMatrix& routing, const RoutingLayout& layout) {
   const int64_t n = static_cast<int64_t>(group.size());
   const bool to_experts = direction == RaggedTransfer::DIRECTION_TO_EXPERTS;
   if (!to_experts && direction != RaggedTransfer::DIRECTION_FROM_EXPERTS) return {};

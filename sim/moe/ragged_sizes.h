@@ -65,7 +65,7 @@ absl::StatusOr<RoutingMatrix> BuildLayoutRouting(const RoutingSpec& spec,
 // (r·group_offset_per_ep_rank + r·roll_per_ep_rank + g) mod E of the device's own routing row
 // (ROWS_DEVICE) or of its EP group's rows summed (ROWS_EP_GROUP), r its EP rank, rounded up to
 // a multiple of align when align > 1. nullopt when the annotation says nothing usable (rows
-// unspecified, group_count outside 1..E) or the device is outside the layout.
+// unspecified, group_count outside 1..E, align above 2^31) or the device is outside the layout.
 std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
                                                      const RoutingMatrix& routing,
                                                      const RoutingLayout& layout, int64_t device);
@@ -76,8 +76,7 @@ std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
 // EpRank(i). Empty for DIRECTION_UNSPECIFIED or a device outside the layout.
 std::vector<int64_t> RaggedExchangeRows(RaggedTransfer::Direction direction,
                                         const std::vector<int64_t>& group,
-                                        const RoutingMatrix& routing,
-                                        const RoutingLayout& layout);
+                                        const RoutingMatrix& routing, const RoutingLayout& layout);
 
 // A buffer of `rows` rows keeps a prefix of the groups (MaxText's _truncate_matrix): each size
 // capped at what is left.

@@ -113,16 +113,15 @@ std::optional<GroupedMatmulSpec> RaggedDotGroupedSpec(const Instruction& instruc
 }
 
 absl::StatusOr<std::optional<RoutedTime>> RoutedTimer::Time(const Instruction& instruction) {
-  switch (instruction.opcode()) {
-    case Opcode::kRaggedDot: return GroupedMatmul(instruction);
-    case Opcode::kCustomCall: {
-      const std::string& target = instruction.attributes().custom_call_target;
-      if (target != kGmmTarget && target != kTgmmTarget) return std::optional<RoutedTime>();
-      return GroupedMatmul(instruction);
-    }
-    case Opcode::kRaggedAllToAll: return RaggedAllToAll(instruction);
-    default: return std::optional<RoutedTime>();
+  // Not a pass over every opcode: three ops have run-time sizes, everything else is static.
+  const Opcode op = instruction.opcode();
+  if (op == Opcode::kRaggedDot) return GroupedMatmul(instruction);
+  if (op == Opcode::kRaggedAllToAll) return RaggedAllToAll(instruction);
+  const std::string& target = instruction.attributes().custom_call_target;
+  if (op == Opcode::kCustomCall && (target == kGmmTarget || target == kTgmmTarget)) {
+    return GroupedMatmul(instruction);
   }
+  return std::optional<RoutedTime>();
 }
 
 absl::StatusOr<const RoutedTimer::Routed*> RoutedTimer::RoutingFor(const Instruction& instruction,
@@ -132,15 +131,15 @@ absl::StatusOr<const RoutedTimer::Routed*> RoutedTimer::RoutingFor(const Instruc
   absl::StatusOr<RoutingLayout> layout = RoutingLayout::FromProto(shape);
   if (!layout.ok()) return Annotate(layout.status(), instruction.name());
   if (layout->num_devices() != num_devices_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        instruction.name(), ": expected an annotated routing over the module's ", num_devices_,
-        " devices; got token_shards · tp = ", layout->token_shards, " · ", layout->tp, " = ",
-        layout->num_devices()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(instruction.name(), ": expected an annotated routing over the module's ",
+                     num_devices_, " devices; got token_shards · tp = ", layout->token_shards,
+                     " · ", layout->tp, " = ", layout->num_devices()));
   }
   absl::StatusOr<RoutingMatrix> matrix = BuildLayoutRouting(routing_, *layout);
   if (!matrix.ok()) {
-    return Annotate(matrix.status(),
-                    absl::StrCat(instruction.name(), ": --routing ", RoutingSpecToString(routing_)));
+    return Annotate(matrix.status(), absl::StrCat(instruction.name(), ": --routing ",
+                                                  RoutingSpecToString(routing_)));
   }
   auto routed = std::make_unique<Routed>(Routed{*layout, *std::move(matrix)});
   return routed_.emplace(std::move(key), std::move(routed)).first->second.get();

@@ -36,9 +36,12 @@ struct Scenario {
 };
 
 std::vector<std::string> StepFlags(const Scenario& s) {
-  return {"--model", s.model, "--backend", s.backend, "--parallelism", s.parallelism,
-          "--batch", std::to_string(s.batch), "--seq", std::to_string(s.seq),
-          "--phase", "fwd_bwd"};
+  return {"--model",       s.model,
+          "--backend",     s.backend,
+          "--parallelism", s.parallelism,
+          "--batch",       std::to_string(s.batch),
+          "--seq",         std::to_string(s.seq),
+          "--phase",       "fwd_bwd"};
 }
 
 bool Routable(const Instruction& instruction) {
@@ -100,8 +103,7 @@ void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text, i
       const DeviceSchedule& ds = p->schedule.device(d % simulated);
       const double predicted = ds.finish[i] - ds.start[i];
       const double simulated_seconds = op.device_seconds[d];
-      EXPECT_NEAR(simulated_seconds, predicted,
-                  1e-12 * simulated_seconds + 1e-15 * p->step_seconds)
+      EXPECT_NEAR(simulated_seconds, predicted, 1e-12 * simulated_seconds + 1e-15 * p->step_seconds)
           << op.name << " on device " << d;
     }
     ++compared;
@@ -158,8 +160,8 @@ TEST(LowerPredictRouting, CliTakesTheRoutingAndRefusesBadSpecs) {
   CliResult lowered = RunCli({"lower", "--model", "nano", "--backend", "ep_ragged_a2a",
                               "--parallelism", "ep=4", "--batch", "4", "--seq", "64"});
   ASSERT_EQ(lowered.code, 0) << lowered.err;
-  CliResult skewed = RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", "hot:0.5"},
-                            lowered.out);
+  CliResult skewed =
+      RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", "hot:0.5"}, lowered.out);
   ASSERT_EQ(skewed.code, 0) << skewed.err;
   EXPECT_THAT(skewed.out, HasSubstr("(4 devices), routing hot:0.5"));
   CliResult uniform = RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p"}, lowered.out);
@@ -167,8 +169,8 @@ TEST(LowerPredictRouting, CliTakesTheRoutingAndRefusesBadSpecs) {
   EXPECT_THAT(uniform.out, HasSubstr("routing uniform"));
   EXPECT_NE(skewed.out, uniform.out);
   for (const char* bad : {"zipf", "hot:2", "skewed", "file:/nonexistent/counts.txt"}) {
-    CliResult r = RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", bad},
-                         lowered.out);
+    CliResult r =
+        RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", bad}, lowered.out);
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_THAT(r.err, HasSubstr("--routing")) << bad << ": " << r.err;
   }

@@ -183,8 +183,7 @@ TEST(SimulatorRouting, GroupSizesAndTrafficComeFromTheRouting) {
   std::unique_ptr<Module> m = Parse(kRouted);
   ASSERT_NE(m, nullptr);
   const Slice s = SetupFor(*m, "tpu_v5p");
-  absl::StatusOr<Timeline> t =
-      SimulateModule(*m, s.chip, s.topology, {.routing = HandRouting()});
+  absl::StatusOr<Timeline> t = SimulateModule(*m, s.chip, s.topology, {.routing = HandRouting()});
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->num_devices, 2);
   EXPECT_EQ(t->routed_ops, 2);
@@ -193,7 +192,8 @@ TEST(SimulatorRouting, GroupSizesAndTrafficComeFromTheRouting) {
   // 2..4, 6 visited; device 1 experts 2, 3: {320, 128}, tiles 0..2 and 2..3, 5 visited.
   const TimelineOp& rd = t->ops[IndexOf(*t, "rd")];
   ASSERT_EQ(rd.device_seconds.size(), 2u);
-  const double rd0 = RaggedDotSeconds(s.chip, {320, 256}), rd1 = RaggedDotSeconds(s.chip, {320, 128});
+  const double rd0 = RaggedDotSeconds(s.chip, {320, 256}),
+               rd1 = RaggedDotSeconds(s.chip, {320, 128});
   EXPECT_DOUBLE_EQ(rd.device_seconds[0], rd0);
   EXPECT_DOUBLE_EQ(rd.device_seconds[1], rd1);
   EXPECT_GT(rd0, rd1);
@@ -255,9 +255,9 @@ TEST(SimulatorRouting, WithoutAnnotationsTheStaticTimeStays) {
   for (const char* name : {"rd", "a2a"}) {
     const TimelineOp& op = t->ops[IndexOf(*t, name)];
     EXPECT_TRUE(op.device_seconds.empty()) << name;
-    absl::StatusOr<OpCost> cost = CostInstruction(
-        *op.instruction, s.chip,
-        {.mode = CostMode::kTrue, .num_devices = 2, .topology = &s.topology});
+    absl::StatusOr<OpCost> cost =
+        CostInstruction(*op.instruction, s.chip,
+                        {.mode = CostMode::kTrue, .num_devices = 2, .topology = &s.topology});
     ASSERT_TRUE(cost.ok()) << cost.status();
     EXPECT_EQ(op.seconds, cost->seconds.value_or(-1)) << name;
   }
