@@ -120,6 +120,11 @@ absl::StatusOr<MappedRow> MapBlockRow(const Measurement& row, const Chip& chip,
     block.backend = "ep_ragged_a2a";
   }
   const std::string backend_text = CellText(row, "backend_kernel");
+  // One GPU running argsort + jax.lax.ragged_dot (validation/gpu/measure_moe.py): that is
+  // sparse_ragged_dot, with no expert parallelism.
+  if (chip.is_gpu() && block.devices == 1 && ContainsNoCase(backend_text, "ragged_dot")) {
+    block.backend = "sparse_ragged_dot";
+  }
   const bool fused = row.category == "moe_layer_fused" || ContainsNoCase(backend_text, "megamoe") ||
                      ContainsNoCase(backend_text, "mega_moe");
   if (fused) {

@@ -250,20 +250,19 @@ absl::StatusOr<MappedRow> MapGroupedGemmRow(const Measurement& row, const Chip& 
   if (chip.is_gpu()) {
     // The kernel picks its CTA tile; CostGroupedMatmul prices a GPU gmm / tgmm with the tile
     // and L2 model of sim/cost/gpu_gemm.h, as predict does. The spec's tiling is that tile,
-    // for the description.
-    GpuGemmProblem problem{
-        .lhs_type = spec.lhs_type, .rhs_type = spec.rhs_type, .out_type = spec.out_type};
-    for (int64_t size : shape->group_sizes) {
-      problem.groups.push_back(spec.kind == GroupedMatmulKind::kGmm
-                                   ? GpuGemmGroup{.m = size, .n = spec.n, .k = spec.k}
-                                   : GpuGemmGroup{.m = spec.k, .n = spec.n, .k = size});
-    }
-    const GpuGemmTile tile = ChooseGpuGemmTile(problem, chip);
+    // for the description. jax.lax.ragged_dot on a GPU is XLA's own op, which XLA expands to
+    // a dense dot over every group (grouped_matmul.h, kXlaRaggedDot); any other kernel the row
+    // names (DeepGEMM, CUTLASS, cuBLASLt, Triton) is a grouped-GEMM kernel.
+    const bool xla_ragged_dot = ContainsNoCase(row.Field("backend_kernel").text, "ragged_dot");
+    if (xla_ragged_dot) spec.implementation = GroupedMatmulImplementation::kXlaRaggedDot;
+    const GpuGemmTile tile = ChooseGpuGemmTile(GpuGemmsOf(spec), chip);
     spec.tm = tile.tm;
     spec.tk = tile.tk;
     spec.tn = tile.tn;
-    gemm.tiling_rule = absl::StrCat("GPU: CTA tile (", tile.tm, ", ", tile.tn, "), k step ",
-                                    tile.tk, ", L2 reuse (sim/cost/gpu_gemm.h)");
+    gemm.tiling_rule = absl::StrCat(
+        xla_ragged_dot ? "XLA:GPU ragged-dot as one dense dot over all groups; " : "",
+        "GPU: CTA tile (", tile.tm, ", ", tile.tn, "), k step ", tile.tk,
+        ", L2 reuse (sim/cost/gpu_gemm.h)");
   } else if (ContainsNoCase(row.Field("backend_kernel").text, "gmm_v2")) {
     PERFSIM_ASSIGN_OR_RETURN(spec, V2Tiling(spec, chip, &gemm.tiling_rule));
   } else {

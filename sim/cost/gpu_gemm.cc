@@ -55,19 +55,39 @@ int64_t MinTileM(const Chip& chip) {
 // HBM bytes of one group's operands after L2 reuse (the header's band model), as
 // {lhs, rhs}.
 std::pair<double, double> OperandTraffic(const GpuGemmGroup& g, const GpuGemmTile& t,
-                                         double lhs_size, double rhs_size, double half_l2) {
+                                         double lhs_size, double rhs_size, double half_l2,
+                                         int64_t sms) {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n);
   const double k = static_cast<double>(g.k);
   const double lhs = m * k * lhs_size, rhs = k * n * rhs_size;
   const int64_t tiles_m = CeilDiv(g.m, t.tm), tiles_n = CeilDiv(g.n, t.tn);
+  const double waves = static_cast<double>(CeilDiv(tiles_m * tiles_n, std::max<int64_t>(1, sms)));
   // Along m: a band of m-tiles keeps its lhs panels in half the L2 while it walks every n
   // tile; the rhs stays in the other half, or is streamed again for every band.
-  auto along = [half_l2](double panel, int64_t tiles, int64_t other_tiles, double resident,
-                         double streamed) {
+  const double k_step_share = std::min(1.0, static_cast<double>(t.tk) / std::max(1.0, k));
+  auto along = [half_l2, waves, sms, k_step_share](double panel, int64_t tiles,
+                                                   int64_t other_tiles, double resident,
+                                                   double streamed) {
+    const double every_cta_resident = resident * static_cast<double>(other_tiles);
+    const double every_cta_streamed = streamed * static_cast<double>(tiles);
     if (panel > half_l2) {
-      // Not even one panel stays: every CTA reads both of its panels from HBM.
-      return std::make_pair(resident * static_cast<double>(other_tiles),
-                            streamed * static_cast<double>(tiles));
+      // Not even one panel stays resident across waves. The CTAs of one wave run together and
+      // step along k in near lockstep, so a panel that several of them read is fetched from
+      // HBM once per wave, as long as the wave's current k-slices fit half the L2. In this
+      // raster a wave is `sms` consecutive tiles, `other_tiles` to a row: each of its rows'
+      // resident-side panels once (a row longer than a wave once per wave it spans), and
+      // min(sms, other_tiles) panels of the streamed side, every wave. Otherwise, or when it
+      // comes to more, every CTA reads both of its panels.
+      const double s = static_cast<double>(std::max<int64_t>(1, sms));
+      const double other = static_cast<double>(std::max<int64_t>(1, other_tiles));
+      const double rows_in_wave = std::min(static_cast<double>(tiles), std::max(1.0, s / other));
+      const double cols_in_wave = std::min(other, s);
+      const double wave_slices =
+          (rows_in_wave * panel + cols_in_wave * streamed / other) * k_step_share;
+      if (wave_slices > half_l2) return std::make_pair(every_cta_resident, every_cta_streamed);
+      return std::make_pair(
+          std::min(resident * std::max(1.0, other / s), every_cta_resident),
+          std::min(streamed * std::min(1.0, s / other) * waves, every_cta_streamed));
     }
     const int64_t band = std::max<int64_t>(1, static_cast<int64_t>(half_l2 / panel));
     const double passes = streamed <= half_l2 ? 1.0 : static_cast<double>(CeilDiv(tiles, band));
@@ -136,7 +156,7 @@ GpuGemmCost CostGpuGemm(const GpuGemmProblem& problem, const GpuGemmTile& tile, 
     c.flops += 2.0 * m * n * k;
     c.out_bytes += m * n * out_size;
     if (g.k <= 0) continue;
-    const std::pair<double, double> hbm = OperandTraffic(g, tile, lhs_size, rhs_size, half_l2);
+    const std::pair<double, double> hbm = OperandTraffic(g, tile, lhs_size, rhs_size, half_l2, sms);
     c.lhs_bytes += hbm.first;
     c.rhs_bytes += hbm.second;
     c.operand_reads_bytes += m * k * lhs_size * static_cast<double>(CeilDiv(g.n, tile.tn)) +

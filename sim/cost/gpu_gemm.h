@@ -35,8 +35,18 @@
 //     the other half of the L2, else once per band. Per group, along m:
 //       band = max(1, floor(L2/2 / (tm·k·lhs bytes))) m-tiles
 //       lhs = m·k·a;  rhs = k·n·b · (k·n·b <= L2/2 ? 1 : ceil(tiles_m / band))
-//     and symmetrically along n; the smaller total wins. With no L2 (memory.l2_bytes 0) every
-//     CTA's panels come from HBM.
+//     and symmetrically along n; the smaller total wins. When one panel does not fit half the
+//     L2 (a contraction of hundreds of thousands, as in XLA's dense expansion of a ragged-dot,
+//     grouped_matmul.h), nothing stays resident across waves, but the CTAs of one wave step
+//     along k together and share their panels through L2 while the wave's current k-slices
+//     fit half of it: along m, with W = ceil(tiles_m · tiles_n / SMs) waves of SMs
+//     consecutive tiles,
+//       lhs = m·k·a · max(1, tiles_n / SMs);  rhs = k·n·b · min(1, SMs / tiles_n) · W
+//     (each capped at every CTA reading its own panel). Example, XLA's expansion of 32 groups
+//     of DeepSeek-V3's up projection on an H200: m = 32768, k = 32·7168, n = 2048, tile
+//     (128, 256): 2048 CTAs in 16 waves, lhs 15.0 GB once, rhs 0.94 GB per wave: 30 GB, under
+//     the 30.8 TFLOP's compute. With no L2 (memory.l2_bytes 0), or k-slices that do not fit,
+//     every CTA's panels come from HBM.
 //   - Output: m·n·out bytes per group, written once by the epilogue (a group with k = 0, an
 //     empty tgmm group, writes its zeros).
 //   - operand_seconds = (lhs + rhs) / HBM, epilogue_seconds = out / HBM (bandwidth derated by

@@ -131,12 +131,22 @@ std::vector<int64_t> LocalGroupRows(const GroupedMatmulSpec& spec) {
   return rows;
 }
 
-// gmm and tgmm on a GPU: the grouped-GEMM kernel's own tile, waves and L2-aware traffic.
-absl::StatusOr<GroupedMatmulCost> CostOnGpu(const GroupedMatmulSpec& spec, const Chip& chip,
-                                            double fixed, GroupedMatmulCost& cost) {
+}  // namespace
+
+GpuGemmProblem GpuGemmsOf(const GroupedMatmulSpec& spec) {
   GpuGemmProblem problem{.lhs_type = spec.lhs_type,
                          .rhs_type = spec.rhs_type,
                          .out_type = spec.out_type};
+  if (spec.implementation == GroupedMatmulImplementation::kXlaRaggedDot) {
+    if (spec.kind == GroupedMatmulKind::kGmm) {
+      // One dot contracting the group dimension with k: every row against every group.
+      problem.groups.push_back({.m = spec.m, .n = spec.n, .k = spec.num_groups * spec.k});
+    } else {
+      // A batched dot over the groups, each contracting all m rows (masked to its own).
+      problem.groups.assign(spec.num_groups, {.m = spec.k, .n = spec.n, .k = spec.m});
+    }
+    return problem;
+  }
   for (int64_t rows : LocalGroupRows(spec)) {
     if (spec.kind == GroupedMatmulKind::kGmm) {
       problem.groups.push_back({.m = rows, .n = spec.n, .k = spec.k});
@@ -145,6 +155,15 @@ absl::StatusOr<GroupedMatmulCost> CostOnGpu(const GroupedMatmulSpec& spec, const
       problem.groups.push_back({.m = spec.k, .n = spec.n, .k = rows});
     }
   }
+  return problem;
+}
+
+namespace {
+
+// gmm and tgmm on a GPU: the kernel's own tile, waves and L2-aware traffic.
+absl::StatusOr<GroupedMatmulCost> CostOnGpu(const GroupedMatmulSpec& spec, const Chip& chip,
+                                            double fixed, GroupedMatmulCost& cost) {
+  const GpuGemmProblem problem = GpuGemmsOf(spec);
   const GpuGemmCost gpu = CostGpuGemm(problem, ChooseGpuGemmTile(problem, chip), chip);
   if (!gpu.unknown_rate.empty()) cost.unknown_rates.push_back(gpu.unknown_rate);
   GroupedMatmulWork& w = cost.work;

@@ -56,13 +56,15 @@
 //     The grid term is what separates tilings whose
 //     roofline is the same: with (tm, 7168, 2048) on a DeepSeek-V3 gmm, tm = 8 runs 16× the
 //     grid steps of tm = 128, and once the steps outnumber what compute and DMA hide, the call
-//     is overhead bound. XLA's native ragged-dot (kXlaRaggedDot: predict's ragged-dots) is
-//     not a Pallas kernel and has no grid: seconds = max(compute, memory) + fixed.
+//     is overhead bound. A ragged-dot (kGroupedGemmKernel: predict's ragged-dots;
+//     kXlaRaggedDot) is not a Pallas kernel and has no grid: seconds = max(compute, memory) +
+//     fixed.
 //     Pallas double-buffers the output block like the operands, so its write-back overlaps the
 //     following grid steps: every byte is under the one roofline.
 //       GPU (gmm and tgmm, Pallas or not: a GPU runs its own grouped-GEMM kernel, not the
 //     spec's tiling): the CTA tile, waves and L2-aware HBM traffic of sim/cost/gpu_gemm.h,
-//     on the routed group sizes (an even split of m when they are unknown); the result's
+//     on the routed group sizes (an even split of m when they are unknown), or for
+//     kXlaRaggedDot on XLA's dense expansion (GroupedMatmulImplementation); the result's
 //     `gpu_gemm` holds that cost and the work's executed flops and bytes are replaced by it.
 //     fused_ffn on a GPU keeps the tile model above.
 //       GPU: seconds = max(compute, operand streaming) + epilogue + fixed, where operand
@@ -109,9 +111,29 @@ enum class GroupedMatmulKind {
   kFusedFfn,  // out[m, k] = act(x[m, k] @ wi_0[g][k, n], x @ wi_1[g]) @ wo[g][n, k]
 };
 
-// What runs the call on a TPU: a Pallas kernel with a grid (the custom-calls), or XLA's native
-// ragged-dot, which has no Pallas grid steps. GPUs ignore it.
-enum class GroupedMatmulImplementation { kPallasKernel, kXlaRaggedDot };
+// What runs the call.
+//   kPallasKernel       the megablox custom-calls: on a TPU a Pallas grid (steps, DMAs); on a
+//                       GPU a grouped-GEMM kernel (sim/cost/gpu_gemm.h).
+//   kGroupedGemmKernel  a grouped-GEMM kernel called on a ragged-dot's operands (cuBLASLt or
+//                       CUTLASS grouped GEMM, DeepGEMM, XLA:TPU's ragged-dot emitter): no
+//                       Pallas grid on a TPU; on a GPU the grouped-GEMM model.
+//   kXlaRaggedDot       XLA's native ragged-dot as jax.lax.ragged_dot gets it. On a TPU as
+//                       kGroupedGemmKernel. On a GPU, XLA's RaggedDotRewriter
+//                       (xla/hlo/transforms/expanders/ragged_dot_rewriter.cc) masks the ragged
+//                       operand into one copy per group and runs ONE dense dot over all of
+//                       them: every group computes every row, whatever the routing.
+//                         gmm   out[m, n] = Σ_g mask_g(lhs)[m, k] · rhs[g][k, n]: a GEMM of
+//                               (m, n) contracting G·k (2·G·m·k·n FLOPs);
+//                         tgmm  out[g] = mask_g(lhs)[k, m] · mask_g(rhs)[m, n]: G GEMMs of
+//                               (k, n) contracting all m rows (2·G·k·m·n FLOPs);
+//                       each timed by sim/cost/gpu_gemm.h, plus the fixed costs. The masking is
+//                       not charged apart: on one H200 with jaxlib 0.11.2 all 40 measured
+//                       ragged_dots (validation/gpu/h200_measurements.csv, G = 8 and 32,
+//                       1,024 to 32,768 rows, uniform and Zipf 1.2 routing) ran at 57-82% of
+//                       the bf16 peak counted so, against 2-10% counted as useful work. XLA
+//                       hands the op to cuDNN instead where its ragged-dot fusion is enabled
+//                       and supported; that path is not modelled.
+enum class GroupedMatmulImplementation { kPallasKernel, kGroupedGemmKernel, kXlaRaggedDot };
 
 struct GroupedMatmulSpec {
   GroupedMatmulKind kind = GroupedMatmulKind::kGmm;
@@ -154,6 +176,11 @@ struct GroupedMatmulWork {
   int64_t groups_visited = 0;    // active groups that get at least one step
   bool group_sizes_known = false;
 };
+
+// The GEMMs a GPU runs for a gmm or tgmm spec (sim/cost/gpu_gemm.h): a grouped-GEMM kernel's
+// one GEMM per local group on its rows (an even split of m when the sizes are unknown), or
+// for kXlaRaggedDot XLA's dense expansion (GroupedMatmulImplementation). Not for fused_ffn.
+GpuGemmProblem GpuGemmsOf(const GroupedMatmulSpec& spec);
 
 // Counts; InvalidArgument for non-positive sizes or tiles, negative group sizes, group sizes
 // that sum to more than m, or too few group sizes for group_offset + num_groups.

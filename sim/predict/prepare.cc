@@ -107,8 +107,9 @@ std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, c
   const Shape& gs = instruction.operand(2)->shape();
   if (lhs.rank() != 2 || gs.rank() != 1) return std::nullopt;
   GroupedMatmulSpec spec;
-  // XLA's own ragged-dot, not a Pallas kernel: no grid steps (grouped_matmul.h).
-  spec.implementation = GroupedMatmulImplementation::kXlaRaggedDot;
+  // A grouped-GEMM kernel, not a Pallas grid (grouped_matmul.h). XLA:GPU's own dense
+  // expansion of jax.lax.ragged_dot (kXlaRaggedDot) is not chosen here yet.
+  spec.implementation = GroupedMatmulImplementation::kGroupedGemmKernel;
   spec.num_groups = gs.dimensions(0);
   spec.lhs_type = lhs.element_type();
   spec.rhs_type = rhs.element_type();

@@ -58,6 +58,26 @@ TEST(GpuGemm, SmallRowCountsSpreadOverTheSms) {
   EXPECT_EQ(c.waves, 1);
 }
 
+TEST(GpuGemm, PanelsLongerThanHalfTheL2AreSharedWithinAWave) {
+  // XLA's dense expansion of 32 groups of DeepSeek-V3's up projection (grouped_matmul.h,
+  // kXlaRaggedDot): m = 32768, k = 32·7168 = 229376, n = 2048, bf16, tile (128, 256, tk 64)
+  // on an H100 (132 SMs, half the L2 26214400 B). One lhs panel is 128·229376·2 = 58720256 B,
+  // over half the L2, so no panel stays across waves. 256 x 8 tiles = 2048 CTAs in
+  // W = ceil(2048 / 132) = 16 waves.
+  //   Along m: a wave holds 132 / 8 = 16.5 rows of 8 tiles; its k-slices are
+  //   (16.5·58720256 + 8·939524096 / 8)·64/229376 = 532480 B, under half the L2, so each lhs
+  //   panel is read once (8 n-tiles <= 132: lhs · 1 = 32768·229376·2 = 15032385536 B) and the
+  //   8 rhs panels once per wave (rhs · 1 · 16 = 229376·2048·2·16 = 15032385536 B).
+  //   Along n: each rhs panel once, and 0.516 of the lhs per wave: 124 GB. Along m wins.
+  // Every CTA reading its own panels would be lhs·8 + rhs·256 = 361 GB.
+  const GpuGemmTile tile{.tm = 128, .tn = 256, .tk = 64};
+  const GpuGemmProblem expanded{.groups = {{.m = 32768, .n = 2048, .k = 32 * 7168}}};
+  const GpuGemmCost c = CostGpuGemm(expanded, tile, DatasheetChip("gpu_h100"));
+  EXPECT_EQ(c.waves, 16);
+  EXPECT_EQ(c.lhs_bytes, 15032385536.0);
+  EXPECT_EQ(c.rhs_bytes, 15032385536.0);
+}
+
 TEST(GpuGemm, ReReadsAreServedByL2WithinABand) {
   // With (128, 256) on an H100 (L2 50 MiB = 52428800 B, half = 26214400 B):
   //   lhs 8192·4096·2 = 67108864 B, rhs 4096·14336·2 = 117440512 B (over half the L2).
