@@ -84,7 +84,10 @@ OpCounts CountComputation(const Computation& computation, const CountOptions& op
 
 // OK unless `instruction` is a custom-call whose declared cost (backend_config
 // `cost_estimate`, as above) has a value that is not a finite number in [0, 1e30]:
-// InvalidArgument "name: cost_estimate.flops: expected a finite number in [0, 1e30]; got -1".
+// InvalidArgument "name: cost_estimate.flops: expected a finite number in [0, 1e30]; got -1",
+// or whose backend_config names a cost_estimate but does not read as PallasBackendConfig
+// (proto/backend_config.proto): ReadBackendConfig's error. A backend_config that is not JSON
+// and names no cost_estimate (XLA allows any text) declares nothing and is OK.
 // Counting ignores such values (it cannot fail); the cost pass refuses the module with this.
 absl::Status CheckDeclaredCost(const Instruction& instruction);
 

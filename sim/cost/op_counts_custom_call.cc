@@ -7,57 +7,54 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "proto/backend_config.pb.h"
 #include "sim/cost/grouped_matmul.h"
 #include "sim/cost/op_counts_internal.h"
 #include "sim/cost/shape_bytes.h"
+#include "sim/ir/backend_config.h"
 #include "sim/ir/custom_call_targets.h"
-#include "sim/util/json_fields.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace cost_internal {
 namespace {
 
-// A number field of a JSON object, written as a number or a quoted string.
-std::optional<double> JsonNumber(absl::string_view json, absl::string_view key) {
-  const std::optional<std::string> text = JsonTopLevelValue(json, key);
-  if (!text.has_value()) return std::nullopt;
-  absl::string_view value = *text;
-  if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
-    value = value.substr(1, value.size() - 2);
-  }
-  double out = 0;
-  if (!absl::SimpleAtod(value, &out)) return std::nullopt;
-  return out;
-}
-
 // The fields of a declared cost, and their range: more than 1e30 flops or bytes is more than
 // every computer ever built could do in a year, so such a number is a mistake.
-constexpr const char* kDeclaredCostKeys[] = {"flops", "transcendentals", "bytes_accessed"};
 bool IsPlausibleDeclaredCost(double value) {
   return std::isfinite(value) && value >= 0 && value <= 1e30;
 }
 
-// A declared cost's field when it is a plausible number; CheckDeclaredCost reports the others.
-std::optional<double> DeclaredValue(absl::string_view estimate, absl::string_view key) {
-  const std::optional<double> value = JsonNumber(estimate, key);
-  if (value.has_value() && IsPlausibleDeclaredCost(*value)) return value;
+// The cost_estimate of a custom-call's backend_config, read as PallasBackendConfig: the top-level
+// one, else the one inside custom_call_config (where Pallas writes it); nullopt when there is
+// none. XLA lets a custom-call carry any text as its backend_config (a typed-FFI call's MLIR
+// attributes `{module = "..."}`, `unspecified_dims=[0]`): text that protobuf's JSON parser cannot
+// read declares no cost, unless it names a cost_estimate, which is then a declared cost perfsim
+// cannot read: an error (ReadBackendConfig's, naming the instruction), never a silent lower bound.
+absl::StatusOr<std::optional<CostEstimate>> DeclaredCost(const Instruction& instruction) {
+  PallasBackendConfig config;
+  const absl::Status status = ReadBackendConfig(instruction, &config);
+  if (!status.ok()) {
+    if (absl::StrContains(instruction.attributes().backend_config.value_or(""), "cost_estimate")) {
+      return status;
+    }
+    return std::nullopt;
+  }
+  if (config.has_cost_estimate()) return config.cost_estimate();
+  if (config.custom_call_config().has_cost_estimate()) {
+    return config.custom_call_config().cost_estimate();
+  }
   return std::nullopt;
 }
 
-// The cost_estimate object of a custom-call's backend_config, top level or inside
-// custom_call_config (where Pallas writes it).
-std::optional<std::string> CostEstimateJson(const Instruction& instruction) {
-  const std::string config = instruction.attributes().backend_config.value_or("");
-  std::optional<std::string> estimate = JsonTopLevelValue(config, "cost_estimate");
-  if (estimate.has_value()) return estimate;
-  if (const std::optional<std::string> inner = JsonTopLevelValue(config, "custom_call_config")) {
-    return JsonTopLevelValue(*inner, "cost_estimate");
-  }
-  return std::nullopt;
+// A readable declared cost (an unreadable one fails the cost pass: CheckDeclaredCost).
+bool DeclaresCost(const Instruction& instruction) {
+  const absl::StatusOr<std::optional<CostEstimate>> declared = DeclaredCost(instruction);
+  return declared.ok() && declared->has_value();
 }
 
 // Custom-call targets that annotate shardings or allocate, and move no data.
@@ -127,19 +124,18 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
   }
   if (IsCublasGemmTarget(target)) {
     // As XLA's GPU analysis: dot flops from gemm_backend_config, result = tuple element 0 (the
-    // rest is cuBLAS workspace).
-    const std::string config = instruction.attributes().backend_config.value_or("");
-    const std::optional<std::string> gemm = JsonTopLevelValue(config, "gemm_backend_config");
-    const std::optional<std::string> dnums =
-        gemm ? JsonTopLevelValue(*gemm, "dot_dimension_numbers") : std::nullopt;
-    const std::optional<std::vector<int64_t>> contracting =
-        dnums ? JsonTopLevelIntArray(*dnums, "lhs_contracting_dimensions") : std::nullopt;
+    // rest is cuBLAS workspace). A config that does not read leaves the default counts.
+    GpuGemmBackendConfig config;
+    const bool has_dnums = ReadBackendConfig(instruction, &config).ok() &&
+                           config.gemm_backend_config().has_dot_dimension_numbers();
     const Shape& result = instruction.shape().IsTuple() && instruction.shape().tuple_size() > 0
                               ? instruction.shape().tuple_shapes(0)
                               : instruction.shape();
-    if (contracting.has_value() && instruction.operand_count() >= 1) {
+    if (has_dnums && instruction.operand_count() >= 1) {
+      const auto& contracting =
+          config.gemm_backend_config().dot_dimension_numbers().lhs_contracting_dimensions();
       DotDimensionNumbers d;
-      d.lhs_contracting_dimensions = *contracting;
+      d.lhs_contracting_dimensions.assign(contracting.begin(), contracting.end());
       c.flops = static_cast<double>(DotFlops(instruction.operand(0)->shape(), ElementsIn(result), d));
     }
     c.bytes_accessed -= c.output_bytes;
@@ -148,13 +144,18 @@ OpCounts Counter::CountCustomCall(const Instruction& instruction, OpCounts c) {
     return c;
   }
   // A kernel that declares its cost (Pallas: backend_config.custom_call_config.cost_estimate).
-  if (const std::optional<std::string> estimate = CostEstimateJson(instruction)) {
-    if (const std::optional<double> v = DeclaredValue(*estimate, "flops")) c.flops = *v;
-    if (const std::optional<double> v = DeclaredValue(*estimate, "transcendentals")) {
-      c.transcendentals = *v;
+  // Implausible values are left out here; CheckDeclaredCost refuses them.
+  const absl::StatusOr<std::optional<CostEstimate>> declared = DeclaredCost(instruction);
+  if (declared.ok() && declared->has_value()) {
+    const CostEstimate& estimate = **declared;
+    if (estimate.has_flops() && IsPlausibleDeclaredCost(estimate.flops())) {
+      c.flops = estimate.flops();
     }
-    if (const std::optional<double> v = DeclaredValue(*estimate, "bytes_accessed")) {
-      c.bytes_accessed = *v;
+    if (estimate.has_transcendentals() && IsPlausibleDeclaredCost(estimate.transcendentals())) {
+      c.transcendentals = estimate.transcendentals();
+    }
+    if (estimate.has_bytes_accessed() && IsPlausibleDeclaredCost(estimate.bytes_accessed())) {
+      c.bytes_accessed = estimate.bytes_accessed();
     }
   }
   return c;
@@ -167,22 +168,28 @@ bool CustomCallWorkKnown(const Instruction& instruction) {
   const std::string& target = instruction.attributes().custom_call_target;
   return cost_internal::IsAnnotationTarget(target) || IsGroupedMatmulTarget(target) ||
          cost_internal::IsCountedTopK(instruction) || cost_internal::IsCublasGemmTarget(target) ||
-         cost_internal::CostEstimateJson(instruction).has_value();
+         cost_internal::DeclaresCost(instruction);
 }
 
 absl::Status CheckDeclaredCost(const Instruction& instruction) {
   if (instruction.opcode() != Opcode::kCustomCall) return absl::OkStatus();
-  const std::optional<std::string> estimate = cost_internal::CostEstimateJson(instruction);
+  PERFSIM_ASSIGN_OR_RETURN(const std::optional<CostEstimate> estimate,
+                           cost_internal::DeclaredCost(instruction));
   if (!estimate.has_value()) return absl::OkStatus();
-  for (const char* key : cost_internal::kDeclaredCostKeys) {
-    const std::optional<std::string> text = JsonTopLevelValue(*estimate, key);
-    if (!text.has_value()) continue;
-    const std::optional<double> value = cost_internal::JsonNumber(*estimate, key);
-    if (value.has_value() && cost_internal::IsPlausibleDeclaredCost(*value)) continue;
+  const struct {
+    const char* key;
+    bool present;
+    double value;
+  } fields[] = {{"flops", estimate->has_flops(), estimate->flops()},
+                {"transcendentals", estimate->has_transcendentals(), estimate->transcendentals()},
+                {"bytes_accessed", estimate->has_bytes_accessed(), estimate->bytes_accessed()}};
+  for (const auto& field : fields) {
+    if (!field.present || cost_internal::IsPlausibleDeclaredCost(field.value)) continue;
     return absl::InvalidArgumentError(
-        absl::StrCat(instruction.name(), ": cost_estimate.", key,
-                     ": expected a finite number in [0, 1e30]; got ", *text));
+        absl::StrCat(instruction.name(), ": cost_estimate.", field.key,
+                     ": expected a finite number in [0, 1e30]; got ", field.value));
   }
   return absl::OkStatus();
 }
+
 }  // namespace perfsim

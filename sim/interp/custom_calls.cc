@@ -9,14 +9,13 @@
 #include <mutex>
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "proto/backend_config.pb.h"
 #include "sim/interp/dot_kernel.h"
 #include "sim/interp/dot_util.h"
 #include "sim/interp/sdy_custom_calls.h"
+#include "sim/ir/backend_config.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/status.h"
 
@@ -24,89 +23,12 @@ namespace perfsim {
 namespace interp {
 namespace {
 
-// ---- backend_config JSON: just enough to read top-level scalar and array fields. ----
-
-// The text of the JSON value of top-level field `key`, or nullopt.
-std::optional<std::string> JsonField(absl::string_view text, absl::string_view key) {
-  std::string json(absl::StripAsciiWhitespace(text));
-  if (json.size() >= 2 && json.front() == '"' && json.back() == '"') {
-    // The string form backend_config="{\"a\":1}": drop the quotes and unescape.
-    std::string unquoted;
-    for (size_t i = 1; i + 1 < json.size(); ++i) {
-      if (json[i] == '\\' && i + 2 < json.size()) ++i;
-      unquoted.push_back(json[i]);
-    }
-    json = std::move(unquoted);
-  }
-  int depth = 0;
-  size_t i = 0;
-  auto read_string = [&](size_t at, size_t* end) {
-    std::string out;
-    size_t j = at + 1;
-    for (; j < json.size() && json[j] != '"'; ++j) {
-      if (json[j] == '\\' && j + 1 < json.size()) ++j;
-      out.push_back(json[j]);
-    }
-    *end = j + 1;
-    return out;
-  };
-  while (i < json.size()) {
-    const char c = json[i];
-    if (c == '{' || c == '[') {
-      ++depth;
-      ++i;
-    } else if (c == '}' || c == ']') {
-      --depth;
-      ++i;
-    } else if (c == '"') {
-      size_t end = i;
-      const std::string name = read_string(i, &end);
-      size_t j = end;
-      while (j < json.size() && absl::ascii_isspace(static_cast<unsigned char>(json[j]))) ++j;
-      if (depth == 1 && j < json.size() && json[j] == ':' && name == key) {
-        ++j;
-        while (j < json.size() && absl::ascii_isspace(static_cast<unsigned char>(json[j]))) ++j;
-        size_t k = j;
-        int nest = 0;
-        bool in_string = false;
-        for (; k < json.size(); ++k) {
-          const char d = json[k];
-          if (in_string) {
-            if (d == '\\')
-              ++k;
-            else if (d == '"')
-              in_string = false;
-            continue;
-          }
-          if (d == '"')
-            in_string = true;
-          else if (d == '[' || d == '{')
-            ++nest;
-          else if (d == ']' || d == '}') {
-            if (nest == 0) break;
-            --nest;
-          } else if (d == ',' && nest == 0) {
-            break;
-          }
-        }
-        return std::string(absl::StripAsciiWhitespace(absl::string_view(json).substr(j, k - j)));
-      }
-      i = end;
-    } else {
-      ++i;
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> ParseJsonInt(absl::string_view value) {
-  value = absl::StripAsciiWhitespace(value);
-  if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
-    value = value.substr(1, value.size() - 2);
-  }
-  int64_t out = 0;
-  if (!absl::SimpleAtoi(value, &out)) return std::nullopt;
-  return out;
+// The kernel's backend_config (proto/backend_config.proto), read with protobuf's JSON parser.
+absl::StatusOr<KernelBackendConfig> ReadKernelConfig(const Instruction& instruction) {
+  KernelBackendConfig config;
+  PERFSIM_RETURN_IF_ERROR(
+      ParseBackendConfig(instruction.attributes().backend_config.value_or(""), &config));
+  return config;
 }
 
 // ---- built-in targets ----
@@ -186,11 +108,11 @@ struct GroupedConfig {
 
 absl::StatusOr<GroupedConfig> ReadGroupedConfig(const Instruction& instruction,
                                                 OperandValues operands) {
+  PERFSIM_ASSIGN_OR_RETURN(const KernelBackendConfig kernel, ReadKernelConfig(instruction));
   GroupedConfig config;
-  const std::string json = instruction.attributes().backend_config.value_or("");
-  if (auto v = JsonIntField(json, "group_offset")) config.group_offset = *v;
-  if (auto v = JsonBoolField(json, "transpose_rhs")) config.transpose_rhs = *v;
-  if (auto v = JsonIntArrayField(json, "tiling"); v.has_value() && !v->empty()) config.tm = (*v)[0];
+  config.group_offset = kernel.group_offset();
+  config.transpose_rhs = kernel.transpose_rhs();
+  if (!kernel.tiling().empty()) config.tm = kernel.tiling(0);
   if (operands.size() == 4) {
     const Literal& offset = operands[3]->array();
     if (offset.element_count() != 1 || !IsInteger(offset.shape().element_type())) {
@@ -367,21 +289,6 @@ absl::StatusOr<Value> GroupedMatmul(DeviceEvaluator& ev, const Instruction& inst
 
 // ---- perfsim.fused_ffn (custom_calls.h): the gated expert FFN of every group. ----
 
-std::optional<std::string> JsonStringField(absl::string_view json, absl::string_view key) {
-  const std::optional<std::string> value = JsonField(json, key);
-  if (!value.has_value() || value->size() < 2 || value->front() != '"' || value->back() != '"') {
-    return std::nullopt;
-  }
-  return value->substr(1, value->size() - 2);
-}
-
-std::optional<double> JsonNumberField(absl::string_view json, absl::string_view key) {
-  const std::optional<std::string> value = JsonField(json, key);
-  double out = 0;
-  if (!value.has_value() || !absl::SimpleAtod(*value, &out)) return std::nullopt;
-  return out;
-}
-
 enum class FusedActivation { kSilu, kGelu, kClippedSwiglu };
 
 struct FusedFfnConfig {
@@ -402,44 +309,41 @@ absl::StatusOr<FusedFfnConfig> ReadFusedFfnConfig(const Instruction& instruction
         "expected operands (x, wi_0, wi_1, wo, group_sizes[, group_offset]); got ",
         operands.size()));
   }
-  const std::string json = instruction.attributes().backend_config.value_or("");
+  PERFSIM_ASSIGN_OR_RETURN(const KernelBackendConfig kernel, ReadKernelConfig(instruction));
   FusedFfnConfig c;
-  const std::optional<std::vector<int64_t>> tiling = JsonIntArrayField(json, "tiling");
-  if (!tiling.has_value() || tiling->size() != 3) {
+  if (kernel.tiling_size() != 3) {
     return absl::InvalidArgumentError(
-        absl::StrCat("expected backend_config \"tiling\":[tm,td,tf]; got '", json, "'"));
+        absl::StrCat("expected backend_config \"tiling\":[tm,td,tf]; got '",
+                     instruction.attributes().backend_config.value_or(""), "'"));
   }
-  c.tm = (*tiling)[0];
-  c.td = (*tiling)[1];
-  c.tf = (*tiling)[2];
-  const std::optional<std::string> dim = JsonStringField(json, "tiled_dim");
-  if (!dim.has_value() || (*dim != "F" && *dim != "D")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected backend_config \"tiled_dim\" \"F\" or \"D\"; got '", dim.value_or(""), "'"));
+  c.tm = kernel.tiling(0);
+  c.td = kernel.tiling(1);
+  c.tf = kernel.tiling(2);
+  const std::string& dim = kernel.tiled_dim();
+  if (dim != "F" && dim != "D") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected backend_config \"tiled_dim\" \"F\" or \"D\"; got '", dim, "'"));
   }
-  c.over_f = *dim == "F";
-  const std::optional<std::string> act = JsonStringField(json, "activation");
+  c.over_f = dim == "F";
+  const std::string& act = kernel.activation();
   if (act == "silu") {
     c.activation = FusedActivation::kSilu;
   } else if (act == "gelu") {
     c.activation = FusedActivation::kGelu;
   } else if (act == "clipped_swiglu") {
     c.activation = FusedActivation::kClippedSwiglu;
-    const std::optional<double> limit = JsonNumberField(json, "clip_limit");
-    const std::optional<double> alpha = JsonNumberField(json, "sigmoid_alpha");
-    if (!limit.has_value() || !alpha.has_value()) {
+    if (!kernel.has_clip_limit() || !kernel.has_sigmoid_alpha()) {
       return absl::InvalidArgumentError(
           "expected backend_config \"clip_limit\" and \"sigmoid_alpha\" numbers for "
           "clipped_swiglu; got none");
     }
-    c.clip_limit = *limit;
-    c.sigmoid_alpha = *alpha;
+    c.clip_limit = kernel.clip_limit();
+    c.sigmoid_alpha = kernel.sigmoid_alpha();
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "expected backend_config \"activation\" silu, gelu or clipped_swiglu; got '",
-        act.value_or(""), "'"));
+        "expected backend_config \"activation\" silu, gelu or clipped_swiglu; got '", act, "'"));
   }
-  if (auto v = JsonIntField(json, "group_offset")) c.group_offset = *v;
+  c.group_offset = kernel.group_offset();
   if (operands.size() == 6) {
     const Literal& offset = operands[5]->array();
     if (offset.element_count() != 1 || !IsInteger(offset.shape().element_type())) {
@@ -605,37 +509,6 @@ Registry& GetRegistry() {
 }
 
 }  // namespace
-
-std::optional<int64_t> JsonIntField(absl::string_view json, absl::string_view key) {
-  const std::optional<std::string> value = JsonField(json, key);
-  if (!value.has_value()) return std::nullopt;
-  return ParseJsonInt(*value);
-}
-
-std::optional<bool> JsonBoolField(absl::string_view json, absl::string_view key) {
-  const std::optional<std::string> value = JsonField(json, key);
-  if (!value.has_value()) return std::nullopt;
-  if (*value == "true") return true;
-  if (*value == "false") return false;
-  return std::nullopt;
-}
-
-std::optional<std::vector<int64_t>> JsonIntArrayField(absl::string_view json,
-                                                      absl::string_view key) {
-  const std::optional<std::string> value = JsonField(json, key);
-  if (!value.has_value() || value->size() < 2 || value->front() != '[' || value->back() != ']') {
-    return std::nullopt;
-  }
-  std::vector<int64_t> out;
-  const absl::string_view inner = absl::string_view(*value).substr(1, value->size() - 2);
-  if (absl::StripAsciiWhitespace(inner).empty()) return out;
-  for (absl::string_view part : absl::StrSplit(inner, ',')) {
-    const std::optional<int64_t> v = ParseJsonInt(part);
-    if (!v.has_value()) return std::nullopt;
-    out.push_back(*v);
-  }
-  return out;
-}
 
 bool CustomCallPassesOperandThrough(const Instruction& instruction) {
   if (!IsShardingTarget(instruction.attributes().custom_call_target) ||

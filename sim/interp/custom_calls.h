@@ -59,6 +59,10 @@
 //     Rows no active group owns are left as perfsim.gmm leaves them (poisoned, or zero when
 //     G_local < G).
 //
+// The three kernels read their backend_config as KernelBackendConfig (proto/backend_config.proto)
+// with protobuf's JSON parser: malformed JSON, or a field of the wrong type, is InvalidArgument
+// "expected backend_config JSON for KernelBackendConfig; got {"tiling":"wide"}: ...".
+//
 // An unknown target is Unimplemented: "expected a custom-call target the interpreter knows
 // (AllocateBuffer, perfsim.gmm, ...); got 'tpu_custom_call'".
 #ifndef PERFSIM_SIM_INTERP_CUSTOM_CALLS_H_
@@ -70,7 +74,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "sim/interp/evaluator.h"
 #include "sim/ir/custom_call_targets.h"
 
@@ -93,14 +96,6 @@ void RegisterCustomCall(std::string target, CustomCallFn fn);
 
 // The registered targets, sorted.
 std::vector<std::string> RegisteredCustomCallTargets();
-
-// Reads a top-level field of a backend_config JSON object (with or without the quotes of the
-// string form), e.g. JsonIntField(R"({"group_offset":3})", "group_offset") == 3. nullopt when
-// absent or not of that kind.
-std::optional<int64_t> JsonIntField(absl::string_view json, absl::string_view key);
-std::optional<bool> JsonBoolField(absl::string_view json, absl::string_view key);
-std::optional<std::vector<int64_t>> JsonIntArrayField(absl::string_view json,
-                                                      absl::string_view key);
 
 }  // namespace interp
 }  // namespace perfsim

@@ -2,6 +2,7 @@
 #include "sim/ir/backend_config.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -10,16 +11,14 @@
 
 namespace perfsim {
 
-absl::Status ReadBackendConfig(const Instruction& instruction, google::protobuf::Message* out) {
+absl::Status ParseBackendConfig(absl::string_view text, google::protobuf::Message* out) {
   out->Clear();
-  const std::optional<std::string>& config = instruction.attributes().backend_config;
-  if (!config.has_value()) return absl::OkStatus();
-  std::string json(absl::StripAsciiWhitespace(*config));
+  std::string json(absl::StripAsciiWhitespace(text));
   if (json.empty()) return absl::OkStatus();
   auto error = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(instruction.name(), ": expected backend_config JSON for ",
-                     out->GetDescriptor()->name(), "; got ", *config, ": ", why));
+    return absl::InvalidArgumentError(absl::StrCat("expected backend_config JSON for ",
+                                                   out->GetDescriptor()->name(), "; got ", text,
+                                                   ": ", why));
   };
   if (json.size() >= 2 && json.front() == '"' && json.back() == '"') {
     std::string unescaped, why;
@@ -29,8 +28,19 @@ absl::Status ReadBackendConfig(const Instruction& instruction, google::protobuf:
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   const auto status = google::protobuf::util::JsonStringToMessage(json, out, options);
-  if (!status.ok()) return error(std::string(status.message()));
+  if (!status.ok()) {
+    // The first line: the parser's next lines repeat a window of the text, which `got` shows.
+    const std::string why(status.message());
+    return error(why.substr(0, why.find('\n')));
+  }
   return absl::OkStatus();
+}
+
+absl::Status ReadBackendConfig(const Instruction& instruction, google::protobuf::Message* out) {
+  const std::optional<std::string>& config = instruction.attributes().backend_config;
+  const absl::Status status = ParseBackendConfig(config.value_or(""), out);
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(instruction.name(), ": ", status.message()));
 }
 
 std::optional<int64_t> KnownTripCountOf(const Instruction& while_op) {

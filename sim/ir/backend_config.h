@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "proto/backend_config.pb.h"
 #include "sim/ir/instruction.h"
@@ -21,6 +22,13 @@ namespace perfsim {
 // No backend_config leaves `out` empty and is OK. Malformed JSON, or a field of the wrong type,
 // is InvalidArgument "<name>: expected backend_config JSON for <message>; got <text>: <why>".
 absl::Status ReadBackendConfig(const Instruction& instruction, google::protobuf::Message* out);
+
+// ReadBackendConfig on backend_config text, for callers whose errors name no instruction (the
+// interpreter's custom calls: its evaluator adds the name). Empty text leaves `out` empty;
+// otherwise as above, without the "<name>: " prefix:
+//   ParseBackendConfig(R"({"tiling":"wide"})", &kernel)
+//     -> "expected backend_config JSON for KernelBackendConfig; got {"tiling":"wide"}: ..."
+absl::Status ParseBackendConfig(absl::string_view text, google::protobuf::Message* out);
 
 // XLA's known_trip_count.n of a while; nullopt when absent, unreadable or negative.
 std::optional<int64_t> KnownTripCountOf(const Instruction& while_op);

@@ -23,7 +23,6 @@ using ::perfsim::testing::StatusIs;
 using ::perfsim::testing::Values;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::Optional;
 
 // lhs rows r_i = [i, 1]; rhs[g] = [[a_g, 0], [0, 1]], so r_i @ rhs[g] = [i * a_g, 1].
 Literal RowsIAndOne(int64_t m) {
@@ -241,18 +240,6 @@ ENTRY e {
   PERFSIM_ASSERT_OK_AND_ASSIGN(std::vector<Literal> out, Run1(kHlo, {F32({1, 3}, {2, 9, 4})}));
   EXPECT_THAT(Values(out[0]), ElementsAre(9, 4));
   EXPECT_THAT(Values(out[1]), ElementsAre(1, 2));
-}
-
-TEST(InterpBackendConfig, ReadsTopLevelFieldsOfEitherForm) {
-  const std::string json = R"({"tiling":[512, 1024,"128"],"transpose_rhs":true,)"
-                           R"("nested":{"group_offset":9},"group_offset":"3"})";
-  EXPECT_THAT(interp::JsonIntArrayField(json, "tiling"), Optional(ElementsAre(512, 1024, 128)));
-  EXPECT_THAT(interp::JsonBoolField(json, "transpose_rhs"), Optional(true));
-  // The nested group_offset is not the top-level one.
-  EXPECT_THAT(interp::JsonIntField(json, "group_offset"), Optional(3));
-  EXPECT_EQ(interp::JsonIntField(json, "missing"), std::nullopt);
-  // The quoted string form backend_config="{\"group_offset\":2}".
-  EXPECT_THAT(interp::JsonIntField(R"("{\"group_offset\":2}")", "group_offset"), Optional(2));
 }
 
 TEST(InterpPinUnpin, CarryABufferThroughAWhileLoop) {
