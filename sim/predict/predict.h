@@ -20,10 +20,12 @@
 // timeline, per-phase subtotals, MFU, HBM use.
 //
 // Fusion: the lowering emits one instruction per elementwise op, as XLA's HLO before fusion.
-// perfsim models XLA's loop fusion when costing: an elementwise op, convert, broadcast, iota or
-// constant whose users are all such ops is fused into them — its result is not written to HBM,
-// its consumers do not read it, and it pays no kernel overhead (its arithmetic still counts).
-// Dots, reductions, gathers, sorts and collectives are not fused.
+// perfsim models XLA's fusion when costing, with the simulator's rules (sim/simulator/fusion.h
+// PlanFusion, FusedCost): an elementwise op, convert, broadcast, iota or constant whose users
+// are all such ops, dots or reduces is fused into them, as XLA fuses a convert into the dot
+// that reads it — its result is not written to HBM, its consumers do not read it, and it pays
+// no kernel overhead (its arithmetic and the reads of its own inputs still count). Gathers,
+// sorts, grouped matmuls and collectives take no producers.
 //
 // Routing enters in two places, per device:
 //   - grouped matmuls (ragged-dot, perfsim.gmm/tgmm): their group sizes are the device's rows

@@ -22,6 +22,7 @@
 #include "sim/predict/predict.h"
 #include "sim/predict/predict_internal.h"
 #include "sim/predict/ragged_dot_tiling.h"
+#include "sim/simulator/fusion.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -64,36 +65,6 @@ bool IsGroupedMatmul(const Instruction& instruction) {
   return instruction.opcode() == Opcode::kCustomCall &&
          (instruction.attributes().custom_call_target == kGmmTarget ||
           instruction.attributes().custom_call_target == kTgmmTarget);
-}
-
-// Ops XLA's loop fusion puts into one kernel with their elementwise consumers.
-bool LoopFusible(const Instruction& instruction) {
-  const Opcode op = instruction.opcode();
-  return IsElementwiseUnary(op) || IsElementwiseBinary(op) || op == Opcode::kSelect ||
-         op == Opcode::kCompare || op == Opcode::kConvert || op == Opcode::kClamp ||
-         op == Opcode::kBroadcast || op == Opcode::kIota || op == Opcode::kConstant;
-}
-
-// interior[i]: instruction i is fused into its consumers (loop fusion): every user is itself
-// loop-fusible, so its result never goes to HBM.
-std::vector<bool> FusedInterior(const Computation& entry,
-                                const absl::flat_hash_map<const Instruction*, int64_t>& index) {
-  const auto& instructions = entry.instructions();
-  std::vector<int64_t> users(instructions.size(), 0), fusible_users(instructions.size(), 0);
-  for (const auto& instruction : instructions) {
-    const bool fusible = LoopFusible(*instruction);
-    for (const Instruction* operand : instruction->operands()) {
-      const int64_t j = index.at(operand);
-      ++users[j];
-      if (fusible) ++fusible_users[j];
-    }
-  }
-  std::vector<bool> interior(instructions.size(), false);
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    interior[i] = LoopFusible(*instructions[i]) && users[i] > 0 && users[i] == fusible_users[i] &&
-                  instructions[i].get() != entry.root();
-  }
-  return interior;
 }
 
 // The grouped-matmul spec of a ragged-dot (gmm: rows ragged, rhs grouped; tgmm: the ragged
@@ -148,7 +119,7 @@ absl::StatusOr<Chip> ResolveChipOnce(const std::string& name) {
   return chips->emplace(name, std::move(chip)).first->second;
 }
 
-// The routing-independent cost of one instruction, loop fusion applied.
+// The routing-independent cost of one instruction, fusion applied.
 absl::Status CostOp(const Instruction& instruction, const Chip& chip,
                     const CostOptions& cost_options, bool interior,
                     const std::vector<bool>& operand_interior, PreparedOp& op,
@@ -161,32 +132,15 @@ absl::Status CostOp(const Instruction& instruction, const Chip& chip,
                                     : CostInstruction(instruction, chip, cost_options);
   if (!cost.ok()) return Annotate(cost.status(), "cost");
   for (const std::string& rate : cost->unknown_rates) unknown[rate] = true;
+  // Fusion (sim/simulator/fusion.h): an interior op writes nothing and launches nothing; a
+  // consumer does not read its interior operands.
+  const OpCost fused = FusedCost(instruction, *cost, interior, operand_interior);
   OpRow& info = op.info;
-  info.bound = cost->bound;
-  info.flops = cost->counts.flops;
-  info.bytes = cost->counts.bytes_accessed;
+  info.bound = fused.bound;
+  info.flops = fused.counts.flops;
+  info.bytes = fused.counts.bytes_accessed;
   info.lower_bound = !cost->unknown_rates.empty();
-  double base = cost->seconds.value_or(0);
-  if (LoopFusible(instruction) && cost->counts.bytes_accessed > 0) {
-    // Loop fusion: reads from fused producers and the write of a fused result stay on chip;
-    // only the fusion's root pays the kernel overhead.
-    double bytes = interior ? 0 : cost->counts.output_bytes;
-    for (int64_t k = 0; k < instruction.operand_count(); ++k) {
-      if (!operand_interior[k] && k < static_cast<int64_t>(cost->counts.operand_bytes.size())) {
-        bytes += cost->counts.operand_bytes[k];
-      }
-    }
-    const double memory = cost->memory_seconds * bytes / cost->counts.bytes_accessed;
-    base = std::max(cost->compute_seconds, memory) + (interior ? 0 : cost->overhead_seconds);
-    info.bytes = bytes;
-    info.bound = base == 0                         ? Bound::kNone
-                 : cost->compute_seconds >= memory ? Bound::kCompute
-                                                   : Bound::kMemory;
-    if (!interior && cost->overhead_seconds > std::max(cost->compute_seconds, memory)) {
-      info.bound = Bound::kOverhead;
-    }
-  }
-  op.base_seconds = base;
+  op.base_seconds = fused.seconds.value_or(0);
   return absl::OkStatus();
 }
 
@@ -263,7 +217,7 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
   absl::flat_hash_map<const Instruction*, int64_t> index;
   index.reserve(instructions.size());
   for (size_t i = 0; i < instructions.size(); ++i) index[instructions[i].get()] = i;
-  const std::vector<bool> interior = FusedInterior(entry, index);
+  const FusionPlan fusion = PlanFusion(entry);
   const CostOptions cost_options{
       .mode = CostMode::kTrue, .num_devices = spec.num_devices(), .topology = &t};
   std::map<std::string, bool> unknown;
@@ -285,10 +239,10 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
     op.info.phase = lowered_in.has_value() ? std::string(StagePhase(*lowered_in)) : "other";
     operand_interior.clear();
     for (const Instruction* operand : instruction.operands()) {
-      operand_interior.push_back(interior[index.at(operand)]);
+      operand_interior.push_back(fusion.interior[index.at(operand)]);
     }
     PERFSIM_RETURN_IF_ERROR(
-        CostOp(instruction, c, cost_options, interior[i], operand_interior, op, unknown));
+        CostOp(instruction, c, cost_options, fusion.interior[i], operand_interior, op, unknown));
     if (IsCollectiveInstruction(instruction)) {
       op.stream = Stream::kCommunication;
       SetGroups(instruction, spec.num_devices(), op);
