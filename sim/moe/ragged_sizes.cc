@@ -119,25 +119,27 @@ std::vector<int64_t> RaggedExchangeRows(RaggedTransfer::Direction direction,
   // Rows each member's shard routes to each EP rank's block of experts, once per distinct
   // routing row (the shards of a shared distribution have a few).
   const int64_t el = layout.experts_per_rank();
-  absl::flat_hash_map<int64_t, std::vector<int64_t>> blocks_of_row;
-  std::vector<const std::vector<int64_t>*> blocks(n);
+  // Indices into `blocks`, not pointers: the map moves its values as it grows.
+  absl::flat_hash_map<int64_t, size_t> block_of_row;
+  std::vector<std::vector<int64_t>> blocks;
+  std::vector<size_t> block_of_member(n);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t shard = layout.ShardOf(group[i]);
-    auto [it, inserted] = blocks_of_row.try_emplace(routing.row_index(shard));
+    auto [it, inserted] = block_of_row.try_emplace(routing.row_index(shard), blocks.size());
     if (inserted) {
       const int64_t* row = routing.row(shard);
-      it->second.assign(layout.ep, 0);
+      std::vector<int64_t>& block = blocks.emplace_back(layout.ep, 0);
       for (int64_t r = 0; r < layout.ep; ++r) {
-        for (int64_t g = 0; g < el; ++g) it->second[r] += row[r * el + g];
+        for (int64_t g = 0; g < el; ++g) block[r] += row[r * el + g];
       }
     }
-    blocks[i] = &it->second;
+    block_of_member[i] = it->second;
   }
   std::vector<int64_t> rows(n * n);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      rows[i * n + j] = to_experts ? (*blocks[i])[layout.EpRankOf(group[j])]
-                                   : (*blocks[j])[layout.EpRankOf(group[i])];
+      rows[i * n + j] = to_experts ? blocks[block_of_member[i]][layout.EpRankOf(group[j])]
+                                   : blocks[block_of_member[j]][layout.EpRankOf(group[i])];
     }
   }
   return rows;

@@ -8,6 +8,7 @@
 // finish − start, which is exact only to the rounding of times of the step's magnitude
 // (~1e-16 · step); we allow 1e-12 relative plus 1e-15 · step. Anything larger is a real
 // difference in sizes or traffic: one more tile or row changes a duration by far more.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,14 +92,18 @@ void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text, i
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->num_devices, t->num_devices);
   ASSERT_EQ(p->op_info.size(), t->ops.size());  // no calls in a lowering: one op each
+  // predict may issue its ops in another order (its schedule's): matched by name.
+  std::map<std::string, size_t> predict_index;
+  for (size_t k = 0; k < p->op_info.size(); ++k) predict_index[p->op_info[k].name] = k;
   const int64_t simulated = p->schedule.num_devices();
 
   int64_t routable = 0, compared = 0, devices_differ = 0;
-  for (size_t i = 0; i < t->ops.size(); ++i) {
-    const TimelineOp& op = t->ops[i];
+  for (size_t k = 0; k < t->ops.size(); ++k) {
+    const TimelineOp& op = t->ops[k];
     if (Routable(*op.instruction)) ++routable;
     if (op.device_seconds.empty()) continue;
-    ASSERT_EQ(p->op_info[i].name, op.name);
+    ASSERT_EQ(predict_index.count(op.name), 1u) << op.name;
+    const size_t i = predict_index[op.name];
     for (int64_t d = 0; d < t->num_devices; ++d) {
       const DeviceSchedule& ds = p->schedule.device(d % simulated);
       const double predicted = ds.finish[i] - ds.start[i];

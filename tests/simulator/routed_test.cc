@@ -95,6 +95,45 @@ TEST(RaggedSizes, GroupSizesAndExchangeRowsByHand) {
   EXPECT_FALSE(RaggedGroupSizes(own, *m, *layout, 2).has_value());
 }
 
+// Many distinct routing rows in one group (a per-source file of 64 different rows, one expert
+// per rank): every entry is the matrix's own count, member by member (a regression: the
+// per-row sums were once kept by pointer in a map that moved them as it grew).
+TEST(RaggedSizes, ExchangeRowsWithManyDistinctRows) {
+  constexpr int64_t kN = 64;
+  RoutingShape s;
+  s.set_num_experts(kN);
+  s.set_experts_per_token(1);
+  s.set_tokens_per_shard(16);
+  s.set_token_shards(kN);
+  s.set_ep(kN);
+  s.set_tp(1);
+  absl::StatusOr<RoutingLayout> layout = RoutingLayout::FromProto(s);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  RoutingSpec spec{.kind = RoutingSpec::Kind::kFile, .path = "distinct"};
+  for (int source = 0; source < kN; ++source) {
+    std::vector<double>& row = spec.file_weights.emplace_back(kN, 0.0);
+    row[source] = 8;             // half to its own expert
+    row[(source + 1) % kN] = 8;  // half to the next one
+  }
+  absl::StatusOr<RoutingMatrix> m = BuildLayoutRouting(spec, *layout);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<int64_t> group(kN);
+  for (int64_t d = 0; d < kN; ++d) group[d] = d;
+  const std::vector<int64_t> to =
+      RaggedExchangeRows(RaggedTransfer::DIRECTION_TO_EXPERTS, group, *m, *layout);
+  const std::vector<int64_t> from =
+      RaggedExchangeRows(RaggedTransfer::DIRECTION_FROM_EXPERTS, group, *m, *layout);
+  ASSERT_EQ(to.size(), static_cast<size_t>(kN * kN));
+  ASSERT_EQ(from.size(), static_cast<size_t>(kN * kN));
+  for (int64_t i = 0; i < kN; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      const int64_t expected = (j == i || j == (i + 1) % kN) ? 8 : 0;
+      EXPECT_EQ(to[i * kN + j], expected) << i << " -> " << j;
+      EXPECT_EQ(from[j * kN + i], expected) << i << " <- " << j;
+    }
+  }
+}
+
 TEST(RaggedSizes, MalformedLayoutsAreRefused) {
   RoutingShape s = Shape4x2();
   s.set_ep(3);
