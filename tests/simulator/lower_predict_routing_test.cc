@@ -153,6 +153,9 @@ TEST(LowerPredictRouting, GroupedMatmulsAndRaggedAllToAllsMatchPredictPerDevice)
       {"deepseek_v2_lite", "ep_ragged_a2a", "dp=2,ep=4", "tpu_v5p", "2x2x2", 8, 1024},
       // All E groups rolled by the rank (roll_per_ep_rank).
       {"deepseek_v2_lite", "ring_of_experts", "ep=8", "tpu_v5p", "2x2x2", 8, 1024},
+      // predict's default scenario: 512 devices, EP groups of 256 with many distinct routing
+      // rows under zipf.
+      {"deepseek_v3", "ep_ragged_a2a", "dp=2,ep=256", "tpu_v7x", "4x8x8", 512, 4096},
   };
   int64_t rows = 0;
   for (const Scenario& s : scenarios) {
