@@ -1,4 +1,4 @@
-// Internals of the counting pass (op_counts.cc, op_counts_fusion.cc); not a public API.
+// Internals of the counting pass (op_counts*.cc); not a public API.
 #ifndef PERFSIM_SIM_COST_OP_COUNTS_INTERNAL_H_
 #define PERFSIM_SIM_COST_OP_COUNTS_INTERNAL_H_
 

@@ -1,6 +1,9 @@
-// `key=value` attributes of HLO instructions: dimension numbers, windows, slices, padding,
-// called computations, and everything else kept verbatim (replica groups and source-target
-// pairs: hlo_parser_collective_attributes.cc).
+// `key=value` attributes of HLO instructions: the key table and ParseAttribute, which reads
+// dimension numbers, scalars and lists itself and keeps every attribute it does not model
+// verbatim. The structured values it hands off live beside it: called computations in
+// hlo_parser_called_computations.cc, slices, padding and windows in
+// hlo_parser_window_attributes.cc, replica groups and source-target pairs in
+// hlo_parser_collective_attributes.cc.
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -9,8 +12,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "sim/ir/annotation.h"
 #include "sim/ir/hlo_parser_internal.h"
 #include "sim/util/status.h"
@@ -217,20 +218,6 @@ bool LinalgKeyModelled(Key key, Opcode opcode) {
     default:
       return true;
   }
-}
-
-// Splits a kDimList/kNumber text such as "0_0x1_1_2" into per-dimension integer groups.
-bool SplitDimList(absl::string_view text, std::vector<std::vector<int64_t>>* out) {
-  for (absl::string_view dimension : absl::StrSplit(text, 'x')) {
-    std::vector<int64_t> parts;
-    for (absl::string_view part : absl::StrSplit(dimension, '_')) {
-      int64_t value = 0;
-      if (!absl::SimpleAtoi(part, &value)) return false;
-      parts.push_back(value);
-    }
-    out->push_back(std::move(parts));
-  }
-  return true;
 }
 
 }  // namespace
@@ -588,215 +575,6 @@ absl::Status HloParser::ParseAttribute(AttributeTarget& target) {
     case Key::kDimLabels:
       break;  // handled above, before the '='
   }
-  return absl::OkStatus();
-}
-
-// --- called computations ---
-
-bool HloParser::InlineComputationFollows() {
-  // `{ ROOT ...` or `{ name = ...` starts an inline computation; `{a, b}` is a list of names.
-  if (!At(TokenKind::kLbrace)) return false;
-  const HloLexer::State saved = lexer_.state();
-  const Token first = lexer_.Next();
-  const Token second = lexer_.Next();
-  lexer_.set_state(saved);
-  if (first.kind == TokenKind::kIdentifier && first.text == "ROOT") return true;
-  return (first.kind == TokenKind::kIdentifier || first.kind == TokenKind::kName) &&
-         second.kind == TokenKind::kEqual;
-}
-
-absl::StatusOr<HloParser::ComputationRef> HloParser::ParseComputationRef(
-    AttributeTarget& target, absl::string_view role_name) {
-  ComputationRef ref;
-  ref.location = LocationOf(tok_);
-  if (InlineComputationFollows()) {
-    auto computation = std::make_unique<Computation>("");
-    computation->set_location(ref.location);
-    PERFSIM_ASSIGN_OR_RETURN(
-        ref.computation,
-        ParseInstructionList(std::move(computation), true,
-                             absl::StrCat(target.instruction->name(), ".", role_name)));
-    return ref;
-  }
-  PERFSIM_ASSIGN_OR_RETURN(ref.name, ParseNameToken("a computation name"));
-  return ref;
-}
-
-absl::Status HloParser::ParseComputationRefs(AttributeTarget& target, CallRole role, bool list) {
-  absl::string_view role_name = "calls";
-  switch (role) {
-    case CallRole::kToApply:
-      role_name = "to_apply";
-      break;
-    case CallRole::kCalls:
-      role_name = "calls";
-      break;
-    case CallRole::kCondition:
-      role_name = "condition";
-      break;
-    case CallRole::kBody:
-      role_name = "body";
-      break;
-    case CallRole::kSelect:
-      role_name = "select";
-      break;
-    case CallRole::kScatter:
-      role_name = "scatter";
-      break;
-    case CallRole::kBranches:
-      role_name = "branch";
-      break;
-    case CallRole::kTrueComputation:
-      role_name = "true_computation";
-      break;
-    case CallRole::kFalseComputation:
-      role_name = "false_computation";
-      break;
-  }
-  PendingCalls pending{target.instruction, role, {}};
-  // `calls={a, b}` is a list too; `calls={ x = ... }` an inline computation.
-  if (list || (role == CallRole::kCalls && At(TokenKind::kLbrace) && !InlineComputationFollows())) {
-    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start a list of computations"));
-    while (!At(TokenKind::kRbrace)) {
-      PERFSIM_ASSIGN_OR_RETURN(ComputationRef ref, ParseComputationRef(target, role_name));
-      pending.refs.push_back(std::move(ref));
-      if (!At(TokenKind::kComma)) break;
-      Advance();
-    }
-    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRbrace, "',' or '}' in a list of computations"));
-  } else {
-    PERFSIM_ASSIGN_OR_RETURN(ComputationRef ref, ParseComputationRef(target, role_name));
-    pending.refs.push_back(std::move(ref));
-  }
-  if (pending.refs.empty()) return absl::OkStatus();
-  pending_calls_.push_back(std::move(pending));
-  return absl::OkStatus();
-}
-
-absl::Status HloParser::ParseControlPredecessors(AttributeTarget& target) {
-  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start control-predecessors"));
-  while (!At(TokenKind::kRbrace)) {
-    if (!AtName()) return Expected("an instruction name");
-    target.scope->pending.push_back({target.outer, -1, std::string(tok_.text), LocationOf(tok_)});
-    Advance();
-    if (!At(TokenKind::kComma)) break;
-    Advance();
-  }
-  return Expect(TokenKind::kRbrace, "',' or '}' in control-predecessors");
-}
-
-// --- structured values ---
-
-absl::Status HloParser::ParseSlice(InstructionAttributes* attributes) {
-  // slice={[0:8000], [2:10:2]}
-  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start a slice"));
-  std::vector<SliceDimension> slice;
-  while (!At(TokenKind::kRbrace)) {
-    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLsquare, "'[' to start a slice dimension"));
-    SliceDimension dimension;
-    PERFSIM_ASSIGN_OR_RETURN(dimension.start, ParseInt64("a slice start"));
-    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kColon, "':' in a slice dimension"));
-    PERFSIM_ASSIGN_OR_RETURN(dimension.limit, ParseInt64("a slice limit"));
-    if (At(TokenKind::kColon)) {
-      Advance();
-      PERFSIM_ASSIGN_OR_RETURN(dimension.stride, ParseInt64("a slice stride"));
-    }
-    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRsquare, "':' or ']' in a slice dimension"));
-    slice.push_back(dimension);
-    if (!At(TokenKind::kComma)) break;
-    Advance();
-  }
-  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kRbrace, "',' or '}' in a slice"));
-  attributes->slice = std::move(slice);
-  return absl::OkStatus();
-}
-
-absl::Status HloParser::ParsePadding(InstructionAttributes* attributes) {
-  // padding=0_0x1_1_2: per dimension low_high[_interior], dimensions joined by 'x'.
-  std::vector<std::vector<int64_t>> groups;
-  if (!(At(TokenKind::kDimList) || At(TokenKind::kNumber)) || !SplitDimList(tok_.text, &groups)) {
-    return Expected("padding such as 0_0x1_1_0");
-  }
-  std::vector<PaddingDimension> padding;
-  for (const std::vector<int64_t>& group : groups) {
-    if (group.size() != 2 && group.size() != 3) {
-      return Expected("padding low_high or low_high_interior per dimension");
-    }
-    padding.push_back({group[0], group[1], group.size() == 3 ? group[2] : 0});
-  }
-  Advance();
-  attributes->padding = std::move(padding);
-  return absl::OkStatus();
-}
-
-absl::Status HloParser::ParseWindow(InstructionAttributes* attributes) {
-  // window={size=1x1x3 stride=1x1x2 pad=0_0x0_0x1_1 lhs_dilate=... rhs_dilate=...
-  // rhs_reversal=0x0x1}
-  PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kLbrace, "'{' to start a window"));
-  std::vector<WindowDimension> window;
-  struct Field {
-    std::string key;
-    std::vector<std::vector<int64_t>> groups;
-    SourceLocation location;
-  };
-  std::vector<Field> fields;
-  while (!At(TokenKind::kRbrace)) {
-    if (!At(TokenKind::kIdentifier))
-      return Expected("a window field (size, stride, pad, ...) or '}'");
-    Field field{std::string(tok_.text), {}, LocationOf(tok_)};
-    if (field.key != "size" && field.key != "stride" && field.key != "pad" &&
-        field.key != "lhs_dilate" && field.key != "rhs_dilate" && field.key != "rhs_reversal") {
-      return Expected("a window field (size, stride, pad, lhs_dilate, rhs_dilate, rhs_reversal)");
-    }
-    Advance();
-    PERFSIM_RETURN_IF_ERROR(Expect(TokenKind::kEqual, "'='"));
-    if (!(At(TokenKind::kDimList) || At(TokenKind::kNumber)) ||
-        !SplitDimList(tok_.text, &field.groups)) {
-      return Expected("window sizes such as 3x3 or pads such as 0_0x1_1");
-    }
-    Advance();
-    fields.push_back(std::move(field));
-  }
-  Advance();  // }
-  const Field* size = nullptr;
-  for (const Field& field : fields) {
-    if (field.key == "size") size = &field;
-  }
-  if (size == nullptr) {
-    if (!fields.empty())
-      return ErrorAt(fields.front().location, "expected size= in the window; got none");
-    attributes->window = std::move(window);
-    return absl::OkStatus();
-  }
-  window.resize(size->groups.size());
-  for (const Field& field : fields) {
-    if (field.groups.size() != window.size()) {
-      return ErrorAt(field.location,
-                     absl::StrCat("expected ", window.size(), " dimensions in window ", field.key,
-                                  "; got ", field.groups.size()));
-    }
-    const size_t parts = field.key == "pad" ? 2 : 1;
-    for (size_t i = 0; i < window.size(); ++i) {
-      const std::vector<int64_t>& g = field.groups[i];
-      if (g.size() != parts) {
-        return ErrorAt(
-            field.location,
-            absl::StrCat("expected ", parts == 2 ? "low_high" : "one integer",
-                         " per dimension in window ", field.key, "; got ", absl::StrJoin(g, "_")));
-      }
-      WindowDimension& d = window[i];
-      if (field.key == "size") d.size = g[0];
-      if (field.key == "stride") d.stride = g[0];
-      if (field.key == "pad") {
-        d.padding_low = g[0];
-        d.padding_high = g[1];
-      }
-      if (field.key == "lhs_dilate") d.base_dilation = g[0];
-      if (field.key == "rhs_dilate") d.window_dilation = g[0];
-      if (field.key == "rhs_reversal") d.window_reversal = g[0] != 0;
-    }
-  }
-  attributes->window = std::move(window);
   return absl::OkStatus();
 }
 

@@ -1,8 +1,13 @@
 // The HLO text parser's state, shared by its implementation files (not a public API; use
 // sim/ir/hlo_parser.h):
-//   hlo_parser.cc             module, computations, instructions, operands, shapes, layouts
-//   hlo_parser_attributes.cc  `key=value` attributes of instructions
-//   hlo_parser_literal.cc     constant literals
+//   hlo_parser.cc                        module, computations, instructions, operands
+//   hlo_parser_shape.cc                  shapes and layouts
+//   hlo_parser_attributes.cc             `key=value` attributes of instructions
+//   hlo_parser_called_computations.cc    attributes naming computations, control-predecessors
+//   hlo_parser_window_attributes.cc      slice, padding, window
+//   hlo_parser_collective_attributes.cc  replica_groups, source_target_pairs
+//   hlo_parser_infer.cc                  shapes left out of the text
+//   hlo_parser_literal.cc                constant literals
 //
 // One token of lookahead (tok_) over HloLexer, with a saved-state peek where HLO needs two.
 // Names are resolved late so that text may refer forward: operands at the end of their
@@ -164,7 +169,7 @@ class HloParser {
   void RecordComputation(std::unique_ptr<Computation> computation, bool anonymous,
                          std::string base_name);
 
-  // --- shapes (hlo_parser.cc) ---
+  // --- shapes (hlo_parser_shape.cc) ---
   bool AtShapeStart();
   bool AtBufferShapeStart();
   absl::StatusOr<Shape> ParseShape();
@@ -174,14 +179,17 @@ class HloParser {
 
   // --- attributes (hlo_parser_attributes.cc) ---
   absl::Status ParseAttribute(AttributeTarget& target);
+  // (hlo_parser_called_computations.cc)
   absl::Status ParseComputationRefs(AttributeTarget& target, CallRole role, bool list);
   absl::StatusOr<ComputationRef> ParseComputationRef(AttributeTarget& target,
                                                      absl::string_view role_name);
   bool InlineComputationFollows();
   absl::Status ParseControlPredecessors(AttributeTarget& target);
+  // (hlo_parser_window_attributes.cc)
   absl::Status ParseSlice(InstructionAttributes* attributes);
   absl::Status ParsePadding(InstructionAttributes* attributes);
   absl::Status ParseWindow(InstructionAttributes* attributes);
+  // (hlo_parser_collective_attributes.cc)
   absl::Status ParseReplicaGroups(InstructionAttributes* attributes);
   absl::Status ParseSourceTargetPairs(InstructionAttributes* attributes);
 
