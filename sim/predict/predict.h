@@ -27,6 +27,16 @@
 // no kernel overhead (its arithmetic and the reads of its own inputs still count). Gathers,
 // sorts, grouped matmuls and collectives take no producers.
 //
+// The incoming cotangent (fwd_bwd): the entry parameter annotated ROLE_COTANGENT (dy) is not
+// available at time 0. In a whole step it arrives after the rest of the network's forward and
+// the backward of the layers above; for one layer the earliest honest time is when the
+// layer's forward output is complete. So dy gets schedule edges from the forward's outputs:
+// the root's elements (through tuples) annotated PHASE_FORWARD (y), or, when the root holds
+// none, every forward-phase instruction no other forward-phase instruction reads. Every op
+// that reads dy, directly or not, starts after they finish; forward work that y does not need
+// (values saved only for the backward) may still overlap the backward. A forward output that
+// reads dy is a cycle: InvalidArgument.
+//
 // Routing enters in two places, per device:
 //   - grouped matmuls (ragged-dot, perfsim.gmm/tgmm): their group sizes are the device's rows
 //     per expert: the token shard's own assignments when the op has E groups (data-parallel

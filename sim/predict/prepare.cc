@@ -4,8 +4,10 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <queue>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sim/comm/hlo_collectives.h"
@@ -144,6 +146,114 @@ absl::Status CostOp(const Instruction& instruction, const Chip& chip,
   return absl::OkStatus();
 }
 
+
+bool InForward(const Instruction& instruction) {
+  const Annotation* annotation = instruction.annotation();
+  return annotation != nullptr && annotation->phase() == Annotation::PHASE_FORWARD;
+}
+
+// The instructions that hold the forward's result (predict.h, "The incoming cotangent"): the
+// root's elements, through tuples, annotated forward; when the root holds none (a module that
+// returns only gradients), every forward instruction no other forward instruction reads.
+std::vector<const Instruction*> ForwardOutputs(const Computation& entry) {
+  std::vector<const Instruction*> outputs;
+  std::vector<const Instruction*> pending = {entry.root()};
+  while (!pending.empty()) {
+    const Instruction* value = pending.back();
+    pending.pop_back();
+    if (value->opcode() == Opcode::kTuple) {
+      pending.insert(pending.end(), value->operands().rbegin(), value->operands().rend());
+    } else if (InForward(*value)) {
+      outputs.push_back(value);
+    }
+  }
+  if (!outputs.empty()) return outputs;
+  absl::flat_hash_set<const Instruction*> read_by_forward;
+  for (const auto& instruction : entry.instructions()) {
+    if (!InForward(*instruction)) continue;
+    for (const Instruction* operand : instruction->operands()) read_by_forward.insert(operand);
+  }
+  for (const auto& instruction : entry.instructions()) {
+    if (InForward(*instruction) && !read_by_forward.contains(instruction.get())) {
+      outputs.push_back(instruction.get());
+    }
+  }
+  return outputs;
+}
+
+// Makes every entry parameter annotated ROLE_COTANGENT wait for the forward's outputs; true
+// when it added an edge. The edges point forwards in the instruction order (parameters come
+// first): SortTopologically restores the schedule's operands-first order.
+bool AddCotangentEdges(const Computation& entry,
+                       const absl::flat_hash_map<const Instruction*, int64_t>& index,
+                       std::vector<PreparedOp>& ops) {
+  std::vector<const Instruction*> outputs;
+  bool added = false;
+  for (const Instruction* parameter : entry.parameters()) {
+    const Annotation* annotation = parameter->annotation();
+    if (annotation == nullptr || annotation->role() != Annotation::ROLE_COTANGENT) continue;
+    if (outputs.empty()) outputs = ForwardOutputs(entry);
+    for (const Instruction* output : outputs) {
+      ops[index.at(parameter)].operands.push_back(index.at(output));
+      added = true;
+    }
+  }
+  return added;
+}
+
+// Reorders `ops` so that every op comes after its schedule edges (operands, control
+// predecessors, cotangent edges), keeping the instruction order wherever the edges allow
+// (always the earliest ready op first): only the cotangent and what reads it move.
+// InvalidArgument when the edges form a cycle (a forward output that reads the cotangent).
+absl::Status SortTopologically(std::vector<PreparedOp>& ops) {
+  const int64_t n = static_cast<int64_t>(ops.size());
+  std::vector<int64_t> pending(n), user_begin(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    pending[i] = static_cast<int64_t>(ops[i].operands.size());
+    for (int64_t o : ops[i].operands) ++user_begin[o + 1];
+  }
+  for (int64_t i = 0; i < n; ++i) user_begin[i + 1] += user_begin[i];
+  std::vector<int64_t> users(user_begin[n]), fill(user_begin.begin(), user_begin.end() - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t o : ops[i].operands) users[fill[o]++] = i;
+  }
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ready;
+  for (int64_t i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  std::vector<int64_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const int64_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int64_t k = user_begin[i]; k < user_begin[i + 1]; ++k) {
+      if (--pending[users[k]] == 0) ready.push(users[k]);
+    }
+  }
+  if (static_cast<int64_t>(order.size()) != n) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (pending[i] == 0 || ops[i].instruction->opcode() != Opcode::kParameter) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cotangent parameter ", ops[i].instruction->name(),
+          ": expected the forward's outputs (the root's forward-phase elements) not to depend "
+          "on it; got a forward output that reads it"));
+    }
+    return absl::InvalidArgumentError(
+        "cotangent: expected the forward's outputs not to depend on the cotangent; got a cycle");
+  }
+  std::vector<int64_t> position(n);
+  for (int64_t k = 0; k < n; ++k) position[order[k]] = k;
+  std::vector<PreparedOp> sorted;
+  sorted.reserve(n);
+  for (int64_t i : order) {
+    PreparedOp& op = sorted.emplace_back(std::move(ops[i]));
+    for (int64_t& o : op.operands) o = position[o];
+  }
+  ops = std::move(sorted);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ScheduleGraph> BuildScheduleGraph(const PreparedStepData& data, int64_t n) {
@@ -276,6 +386,10 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
         instruction.shape().IsArray() ? static_cast<double>(instruction.shape().ByteSize()) : 0;
   }
   for (const auto& [rate, unused] : unknown) data->unknown_rates.push_back(rate);
+  // The incoming cotangent arrives once the forward's output exists (predict.h).
+  if (AddCotangentEdges(entry, index, data->ops)) {
+    PERFSIM_RETURN_IF_ERROR(SortTopologically(data->ops));
+  }
   data->phase.assign(data->ops.size(), -1);
   for (size_t i = 0; i < data->ops.size(); ++i) {
     for (int8_t p = 0; p < kNumPredictPhases; ++p) {

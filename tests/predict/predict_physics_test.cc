@@ -1,7 +1,11 @@
 // `perfsim predict` on an expert-parallel backend: laws the predictions must obey, the bytes
 // the report shows, the ragged-dot tiling, bad input, and the trace's device choice.
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -288,6 +292,123 @@ TEST(PredictPhysics, BatchMustSplitOverDataParallelReplicas) {
   const CliResult even = RunCli({"predict", "--hw", "gpu_h100", "--mesh", "2", "--parallelism",
                                  "dp=2", "--batch", "4", "--seq", "64", "--phase", "fwd"});
   EXPECT_EQ(even.code, 0) << even.err;
+}
+
+// Issue 12, item 4: the incoming cotangent dy waits for the forward's output. From the lowered
+// module itself (not predict's code): the forward outputs are the root tuple's elements
+// annotated PHASE_FORWARD, and the ops reading dy are found by walking users from every entry
+// parameter annotated ROLE_COTANGENT. On every simulated device class, each of those starts no
+// earlier than the last forward output finishes.
+void ExpectCotangentWaitsForForward(const PredictOptions& o) {
+  SCOPED_TRACE(absl::StrCat(o.spec.backend, " on ", o.hw, " ", o.mesh));
+  absl::StatusOr<LoweredStep> lowered = LowerStep(o.spec);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  const Computation& entry = *lowered->module->entry();
+  std::vector<std::string> outputs;
+  ASSERT_EQ(entry.root()->opcode(), Opcode::kTuple);
+  for (const Instruction* element : entry.root()->operands()) {
+    const Annotation* a = element->annotation();
+    if (a != nullptr && a->phase() == Annotation::PHASE_FORWARD) outputs.push_back(element->name());
+  }
+  ASSERT_FALSE(outputs.empty());
+  // Instructions come operands first: one pass marks everything downstream of dy.
+  std::set<const Instruction*> reads_dy;
+  for (const auto& instruction : entry.instructions()) {
+    const Annotation* a = instruction->annotation();
+    bool reads = a != nullptr && a->role() == Annotation::ROLE_COTANGENT;
+    for (const Instruction* operand : instruction->operands()) reads |= reads_dy.count(operand) > 0;
+    if (reads) reads_dy.insert(instruction.get());
+  }
+  ASSERT_GT(reads_dy.size(), 1u);
+  absl::StatusOr<Prediction> p = Predict(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::map<std::string, int64_t> op_index;
+  for (size_t i = 0; i < p->op_info.size(); ++i) op_index[p->op_info[i].name] = i;
+  for (int64_t c = 0; c < p->schedule.num_classes(); ++c) {
+    const DeviceSchedule& ds = p->schedule.classes[c];
+    double forward_done = 0;
+    for (const std::string& name : outputs) {
+      forward_done = std::max(forward_done, ds.finish[op_index.at(name)]);
+    }
+    EXPECT_GT(forward_done, 0);
+    for (const Instruction* reader : reads_dy) {
+      EXPECT_GE(ds.start[op_index.at(reader->name())], forward_done) << reader->name();
+    }
+  }
+}
+
+TEST(PredictSchedule, CotangentReadersStartAfterTheForwardOutputIsComplete) {
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  ASSERT_TRUE(o.ok()) << o.status();
+  ExpectCotangentWaitsForForward(*o);
+  const std::vector<std::tuple<std::string, std::string, std::string, Parallelism>> cases = {
+      {"sparse_ragged_dot", "gpu_h100", "8", {.dp = 8}},
+      {"grouped_gemm_aligned", "gpu_h100", "8", {.dp = 2, .ep = 4}},
+      {"ring_of_experts", "tpu_v5p", "2x2x2", {.dp = 2, .ep = 4}},
+      {"megablox_gmm", "tpu_v5p", "2x2x2", {.dp = 4, .fsdp = 2}},
+      {"dense_einsum", "tpu_v5p", "2x2x2", {.dp = 8}},
+  };
+  for (const auto& [backend, hw, mesh, parallelism] : cases) {
+    absl::StatusOr<ModelConfig> model = ResolveModel("nano");
+    ASSERT_TRUE(model.ok()) << model.status();
+    PredictOptions n{.spec = StepSpec::Defaults(*model)};
+    n.spec.batch = 16;
+    n.spec.seq = 8;
+    n.spec.phase = Phase::kForwardBackward;
+    n.spec.backend = backend;
+    n.spec.parallelism = parallelism;
+    n.hw = hw;
+    n.mesh = mesh;
+    ExpectCotangentWaitsForForward(n);
+  }
+}
+
+TEST(PredictSchedule, BackwardCombineAllToAllStartsAfterTheForwardOne) {
+  // Default scenario: before the cotangent waited, combine_bwd's ragged all-to-all (which
+  // reads dy) ran at ~14 ms and the forward combine's at ~84 ms.
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  ASSERT_TRUE(o.ok()) << o.status();
+  absl::StatusOr<Prediction> p = Predict(*o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const OpRow* forward = FindRow(*p, "ragged-all-to-all", "combine");
+  const OpRow* backward = FindRow(*p, "ragged-all-to-all", "combine_bwd");
+  ASSERT_NE(forward, nullptr);
+  ASSERT_NE(backward, nullptr);
+  EXPECT_GE(backward->start, forward->start + forward->seconds);
+}
+
+TEST(PredictFusion, CombineWeightedSumReadsItsConvertOnChip) {
+  // The combine's weighted sum is a dot over an f32 convert of the expert outputs
+  // ([T, K, D] bf16 -> f32). Fused (sim/simulator/fusion.h), the convert writes nothing — its
+  // row's HBM bytes are its bf16 input, T·K·D·2 — and the dot does not read the f32 copy, so
+  // its bytes are below that copy's T·K·D·4.
+  absl::StatusOr<PredictOptions> o = DefaultPredictOptions();
+  ASSERT_TRUE(o.ok()) << o.status();
+  absl::StatusOr<LoweredStep> lowered = LowerStep(o->spec);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  const Instruction* dot = nullptr;
+  for (const auto& instruction : lowered->module->entry()->instructions()) {
+    const Annotation* a = instruction->annotation();
+    if (instruction->opcode() == Opcode::kDot && a != nullptr &&
+        a->stage() == Annotation::STAGE_COMBINE &&
+        instruction->operand(0)->opcode() == Opcode::kConvert) {
+      dot = instruction.get();
+    }
+  }
+  ASSERT_NE(dot, nullptr);
+  const Instruction* convert = dot->operand(0);
+  absl::StatusOr<Prediction> p = Predict(*o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const OpRow* convert_row = nullptr;
+  const OpRow* dot_row = nullptr;
+  for (const OpRow& row : p->ops) {
+    if (row.name == convert->name()) convert_row = &row;
+    if (row.name == dot->name()) dot_row = &row;
+  }
+  ASSERT_NE(convert_row, nullptr);
+  ASSERT_NE(dot_row, nullptr);
+  EXPECT_EQ(convert_row->bytes, static_cast<double>(convert->operand(0)->shape().ByteSize()));
+  EXPECT_LT(dot_row->bytes, static_cast<double>(convert->shape().ByteSize()));
 }
 
 TEST(PredictTrace, DevicesAreChosenByFlag) {
