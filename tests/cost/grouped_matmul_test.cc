@@ -395,5 +395,44 @@ ENTRY e {
   EXPECT_EQ(c.bytes_accessed, 49152.0 + 110592.0 + 65536.0 + 8);
 }
 
+// XLA's ragged-dot on a GPU (kXlaRaggedDot): one dense dot contracting G·k (gmm) or G dots over
+// every row (tgmm), whatever the group sizes; a grouped-GEMM kernel computes only the rows.
+TEST(GroupedMatmul, XlaRaggedDotOnAGpuIsOneDenseDotOverEveryGroup) {
+  PERFSIM_ASSERT_OK_AND_ASSIGN(Chip chip, ResolveChip("gpu_h200"));
+  GroupedMatmulSpec spec{.kind = GroupedMatmulKind::kGmm,
+                         .implementation = GroupedMatmulImplementation::kXlaRaggedDot,
+                         .m = 8192, .k = 4096, .n = 14336, .num_groups = 8,
+                         .group_sizes = std::vector<int64_t>{1024, 1024, 1024, 1024, 1024, 1024,
+                                                             1024, 1024},
+                         .lhs_type = PrimitiveType::kBF16, .rhs_type = PrimitiveType::kBF16,
+                         .out_type = PrimitiveType::kBF16};
+  const GpuGemmProblem dense = GpuGemmsOf(spec);
+  ASSERT_EQ(dense.groups.size(), 1u);
+  EXPECT_EQ(dense.groups[0].m, 8192);
+  EXPECT_EQ(dense.groups[0].k, 8 * 4096);
+  EXPECT_EQ(dense.groups[0].n, 14336);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost uniform, CostGroupedMatmul(spec, chip));
+  spec.group_sizes = std::vector<int64_t>{3511, 1528, 940, 665, 509, 409, 340, 290};
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost skewed, CostGroupedMatmul(spec, chip));
+  EXPECT_EQ(uniform.seconds, skewed.seconds);
+  // 2·G·m·k·n executed: 8x the useful 2·m·k·n.
+  EXPECT_EQ(uniform.work.executed_flops, 2.0 * 8 * 8192 * 4096 * 14336);
+
+  spec.implementation = GroupedMatmulImplementation::kGroupedGemmKernel;
+  PERFSIM_ASSERT_OK_AND_ASSIGN(GroupedMatmulCost kernel, CostGroupedMatmul(spec, chip));
+  EXPECT_GT(uniform.seconds, 6 * kernel.seconds);
+
+  // tgmm: G batched dots of (k, n) over all m rows.
+  spec.kind = GroupedMatmulKind::kTgmm;
+  spec.implementation = GroupedMatmulImplementation::kXlaRaggedDot;
+  const GpuGemmProblem batched = GpuGemmsOf(spec);
+  ASSERT_EQ(batched.groups.size(), 8u);
+  for (const GpuGemmGroup& g : batched.groups) {
+    EXPECT_EQ(g.m, 4096);
+    EXPECT_EQ(g.n, 14336);
+    EXPECT_EQ(g.k, 8192);
+  }
+}
+
 }  // namespace
 }  // namespace perfsim
