@@ -26,11 +26,11 @@ constexpr CountOptions kTrue{.mode = CostMode::kTrue, .num_devices = 1};
 // backend_config text. Without a declared cost its true counts are the default: 0 flops, 512
 // bytes read, 512 written, 1024 accessed.
 std::unique_ptr<Module> KernelWithConfig(const std::string& target, const std::string& config) {
-  absl::StatusOr<std::unique_ptr<Module>> m =
-      ParseHloModule("HloModule m\nENTRY e {\n  x = f32[8,16]{1,0} parameter(0)\n"
-                     "  ROOT c = f32[8,16]{1,0} custom-call(x), custom_call_target=\"" +
-                         target + "\", backend_config=" + config + "\n}\n",
-                     "test.hlo");
+  absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(
+      "HloModule m\nENTRY e {\n  x = f32[8,16]{1,0} parameter(0)\n"
+      "  ROOT c = f32[8,16]{1,0} custom-call(x), custom_call_target=\"" +
+          target + "\", backend_config=" + config + "\n}\n",
+      "test.hlo");
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? *std::move(m) : nullptr;
 }

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "sim/util/status_matchers.h"
 #include "tests/interp/interp_test_util.h"
 
@@ -55,9 +55,9 @@ TEST(InterpKernelConfig, StringFormStringIntegersAndOnlyTopLevelFields) {
 }
 
 TEST(InterpKernelConfig, MalformedConfigIsAnErrorNamingTheInstructionOnce) {
-  for (const std::string& config : {std::string(R"({"tiling":"wide"})"),
-                                   std::string(R"({"transpose_rhs":2})"),
-                                   std::string(R"("{\"tiling\":[1,2,2]")")}) {
+  for (const std::string& config :
+       {std::string(R"({"tiling":"wide"})"), std::string(R"({"transpose_rhs":2})"),
+        std::string(R"("{\"tiling\":[1,2,2]")")}) {
     EXPECT_THAT(Run1(GmmWithConfig(config), GmmInputs()),
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          AllOf(HasSubstr("y: expected backend_config JSON for KernelBackendConfig; "
@@ -113,10 +113,10 @@ TEST(InterpKernelConfig, FusedFfnNeedsThreeTilesAndATiledDimension) {
                    FusedFfnInputs()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr(R"(expected backend_config "tiling":[tm,td,tf])")));
-  EXPECT_THAT(Run1(FusedFfnWithConfig(R"({"tiling":[1,1,1],"activation":"silu"})"),
-                   FusedFfnInputs()),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr(R"(expected backend_config "tiled_dim" "F" or "D"; got '')")));
+  EXPECT_THAT(
+      Run1(FusedFfnWithConfig(R"({"tiling":[1,1,1],"activation":"silu"})"), FusedFfnInputs()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(R"(expected backend_config "tiled_dim" "F" or "D"; got '')")));
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "proto/backend_config.pb.h"
 #include "sim/ir/backend_config.h"
 #include "sim/ir/hlo_parser.h"
@@ -57,8 +57,8 @@ TEST(BackendConfigReader, QuotedStringFormAndStringIntegers) {
 
 TEST(BackendConfigReader, KeysInsideNestedObjectsAndStringsAreNotTopLevelFields) {
   KernelBackendConfig k;
-  PERFSIM_ASSERT_OK(ReadKernel(
-      R"({"outer":{"tiling":[1,2,3]},"note":"\"tiling\": [4]","tiling":[5,6,7]})", &k));
+  PERFSIM_ASSERT_OK(
+      ReadKernel(R"({"outer":{"tiling":[1,2,3]},"note":"\"tiling\": [4]","tiling":[5,6,7]})", &k));
   EXPECT_THAT(k.tiling(), ElementsAre(5, 6, 7));
   PERFSIM_ASSERT_OK(ReadKernel(R"({"a":{"group_offset":1}})", &k));
   EXPECT_EQ(k.group_offset(), 0);
@@ -66,13 +66,13 @@ TEST(BackendConfigReader, KeysInsideNestedObjectsAndStringsAreNotTopLevelFields)
 
 TEST(BackendConfigReader, WrongKindsAndMalformedTextAreErrorsNamingTheInstruction) {
   for (const char* config : {
-           R"({"tiling":[1,"x"]})",                // a non-integer in an integer list
-           R"({"transpose_rhs":1})",               // a number for a bool
-           R"({"tiling":{"a":1}})",                // an object for a list
-           R"("{\"tiling\": [1]")",                // unterminated object (string form)
-           R"("{")",                               // just an opening brace
+           R"({"tiling":[1,"x"]})",                 // a non-integer in an integer list
+           R"({"transpose_rhs":1})",                // a number for a bool
+           R"({"tiling":{"a":1}})",                 // an object for a list
+           R"("{\"tiling\": [1]")",                 // unterminated object (string form)
+           R"("{")",                                // just an opening brace
            R"("{\"tiled_dim\": \"unterminated}")",  // unterminated string
-           R"("[1, 2]")",                          // not an object
+           R"("[1, 2]")",                           // not an object
        }) {
     KernelBackendConfig k;
     EXPECT_THAT(ReadKernel(config, &k),
