@@ -1,10 +1,8 @@
 // ChooseRaggedDotTiling (ragged_dot_tiling.h).
 #include "sim/predict/ragged_dot_tiling.h"
 
-#include <algorithm>
-#include <cstdint>
-
 #include "sim/cost/gpu_gemm.h"
+#include "sim/cost/grouped_matmul.h"
 
 namespace perfsim {
 
@@ -13,18 +11,7 @@ RaggedDotTiling ChooseRaggedDotTiling(const GroupedMatmulSpec& spec, const Kerne
   if (!chip.is_tpu()) {
     // CostGroupedMatmul picks the CTA tile again from the routed group sizes; this is the
     // tile for m split evenly over the groups, for display.
-    GpuGemmProblem problem{
-        .lhs_type = spec.lhs_type, .rhs_type = spec.rhs_type, .out_type = spec.out_type};
-    const int64_t groups = std::max<int64_t>(1, spec.num_groups);
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t rows = spec.m / groups + (g < spec.m % groups ? 1 : 0);
-      if (spec.kind == GroupedMatmulKind::kTgmm) {
-        problem.groups.push_back({.m = spec.k, .n = spec.n, .k = rows});
-      } else {
-        problem.groups.push_back({.m = rows, .n = spec.n, .k = spec.k});
-      }
-    }
-    const GpuGemmTile t = ChooseGpuGemmTile(problem, chip);
+    const GpuGemmTile t = ChooseGpuGemmTile(GpuGemmsOf(spec), chip);
     return {GmmTiling{t.tm, t.tk, t.tn},
             "GPU: the grouped-GEMM kernel's CTA tile (sim/cost/gpu_gemm.h), chosen per call"};
   }

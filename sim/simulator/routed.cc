@@ -86,18 +86,7 @@ std::optional<GroupedMatmulSpec> RaggedDotGroupedSpec(const Instruction& instruc
   if (!chip.is_tpu()) {
     // The tile for m split evenly over the groups; CostGroupedMatmul picks again on the routed
     // sizes (a GPU runs its own grouped-GEMM kernel).
-    GpuGemmProblem problem{
-        .lhs_type = spec.lhs_type, .rhs_type = spec.rhs_type, .out_type = spec.out_type};
-    const int64_t groups = std::max<int64_t>(1, spec.num_groups);
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t rows = spec.m / groups + (g < spec.m % groups ? 1 : 0);
-      if (spec.kind == GroupedMatmulKind::kTgmm) {
-        problem.groups.push_back({.m = spec.k, .n = spec.n, .k = rows});
-      } else {
-        problem.groups.push_back({.m = rows, .n = spec.n, .k = spec.k});
-      }
-    }
-    const GpuGemmTile t = ChooseGpuGemmTile(problem, chip);
+    const GpuGemmTile t = ChooseGpuGemmTile(GpuGemmsOf(spec), chip);
     spec.tm = t.tm;
     spec.tk = t.tk;
     spec.tn = t.tn;
