@@ -23,8 +23,8 @@
 #include "sim/moe/step_graph.h"
 #include "sim/predict/predict.h"
 #include "sim/predict/predict_internal.h"
-#include "sim/predict/ragged_dot_tiling.h"
 #include "sim/simulator/fusion.h"
+#include "sim/simulator/routed.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -67,45 +67,6 @@ bool IsGroupedMatmul(const Instruction& instruction) {
   return instruction.opcode() == Opcode::kCustomCall &&
          (instruction.attributes().custom_call_target == kGmmTarget ||
           instruction.attributes().custom_call_target == kTgmmTarget);
-}
-
-// The grouped-matmul spec of a ragged-dot (gmm: rows ragged, rhs grouped; tgmm: the ragged
-// dimension contracted) with the tiling ChooseRaggedDotTiling gives (the annotated one on a
-// TPU); nullopt for a form the
-// grouped model does not read.
-std::optional<GroupedMatmulSpec> RaggedDotSpec(const Instruction& instruction, const Chip& chip) {
-  const RaggedDotDimensionNumbers& d = *instruction.attributes().ragged_dot_dimension_numbers;
-  const Shape& lhs = instruction.operand(0)->shape();
-  const Shape& rhs = instruction.operand(1)->shape();
-  const Shape& gs = instruction.operand(2)->shape();
-  if (lhs.rank() != 2 || gs.rank() != 1) return std::nullopt;
-  GroupedMatmulSpec spec;
-  // A grouped-GEMM kernel, not a Pallas grid (grouped_matmul.h). XLA:GPU's own dense
-  // expansion of jax.lax.ragged_dot (kXlaRaggedDot) is not chosen here yet.
-  spec.implementation = GroupedMatmulImplementation::kGroupedGemmKernel;
-  spec.num_groups = gs.dimensions(0);
-  spec.lhs_type = lhs.element_type();
-  spec.rhs_type = rhs.element_type();
-  spec.out_type = instruction.shape().element_type();
-  if (!d.rhs_group_dimensions.empty()) {
-    spec.kind = GroupedMatmulKind::kGmm;
-    spec.m = lhs.dimensions(0);
-    spec.k = lhs.dimensions(d.dot.lhs_contracting_dimensions.at(0));
-    spec.n = instruction.shape().dimensions(1);
-  } else {
-    spec.kind = GroupedMatmulKind::kTgmm;
-    spec.m = lhs.dimensions(0);
-    spec.k = lhs.dimensions(1);
-    spec.n = rhs.dimensions(1);
-  }
-  const Annotation* annotation = instruction.annotation();
-  const RaggedDotTiling tiling = ChooseRaggedDotTiling(
-      spec, annotation != nullptr && annotation->has_kernel() ? &annotation->kernel() : nullptr,
-      chip);
-  spec.tm = tiling.tiling.tm;
-  spec.tk = tiling.tiling.tk;
-  spec.tn = tiling.tiling.tn;
-  return spec;
 }
 
 // ResolveChip, with the built-in chips parsed once per process (a file is read every time: it
@@ -373,7 +334,7 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
       if (instruction.opcode() == Opcode::kCustomCall) {
         PERFSIM_ASSIGN_OR_RETURN(op.grouped, GroupedMatmulSpecFromInstruction(instruction));
       } else {
-        op.grouped = RaggedDotSpec(instruction, c);
+        op.grouped = RaggedDotGroupedSpec(instruction, c);
       }
     } else {
       op.stream = op.base_seconds > 0 ? Stream::kCompute : Stream::kNone;

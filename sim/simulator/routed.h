@@ -65,7 +65,7 @@ struct RoutedTime {
 // MaxText sets) or megablox's default (128, 128, 128); on a GPU the CTA tile ChooseGpuGemmTile
 // picks for m split evenly (CostGroupedMatmul picks again on the routed sizes). nullopt for a
 // form the grouped model does not read (lhs not 2-D, group sizes not 1-D). sim/predict's
-// RaggedDotSpec and ChooseRaggedDotTiling compute the same and are to switch to this.
+// PrepareStep uses it too.
 std::optional<GroupedMatmulSpec> RaggedDotGroupedSpec(const Instruction& ragged_dot,
                                                       const Chip& chip);
 
