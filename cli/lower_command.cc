@@ -1,6 +1,7 @@
-// `perfsim lower`: the per-device HLO module a backend lowers the MoE step to, and optionally
-// the inputs `perfsim validate` would run it on (for running the printed module elsewhere, e.g.
-// in XLA: tools/jax/xla_accepts.py).
+// `perfsim lower`: the per-device HLO module a backend lowers the MoE step of a predict scenario
+// to (predict's flags: cli/scenario_flags.h), and optionally the inputs `perfsim validate`
+// would run it on (for running the printed module elsewhere, e.g. in XLA:
+// tools/jax/xla_accepts.py).
 #include <string>
 #include <vector>
 
@@ -8,10 +9,12 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/flags.h"
+#include "cli/scenario_flags.h"
 #include "cli/step_flags.h"
 #include "sim/interp/npy.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/lowering/lowering.h"
+#include "sim/predict/predict.h"
 #include "sim/util/checked_math.h"
 #include "sim/util/file_io.h"
 #include "sim/util/status.h"
@@ -21,20 +24,46 @@ namespace perfsim {
 namespace {
 
 constexpr char kLowerUsage[] =
-    R"(usage: perfsim lower --backend NAME [step flags]
-                     [--inputs-dir DIR [--routing CASE] [--seed S] [--memory-budget B]]
+    R"(usage: perfsim lower [--model NAME] [--hw NAME] [--mesh AxBxC] [--parallelism AXES]
+                     [--backend NAME] [--routing uniform|zipf:S|hot:P|file:PATH]
+                     [--batch B] [--seq S] [--phase fwd|fwd_bwd] [--adam] [step flags]
+                     [--inputs-dir DIR [--inputs-routing CASE] [--seed S] [--memory-budget B]]
 
-Prints the per-device SPMD module (HLO text) that backend NAME lowers one MoE layer step to:
-entry parameters x, router_w, wi_0, wi_1, wo, [router_bias], [router_score_bias],
-[ws_0, ws_1, ws_o], [dy]; root tuple (y[, dx, d_router_w, d_wi_0, d_wi_1, d_wo, ...]). Each
-instruction's metadata op_name names its stage (moe/router, moe/dispatch, ...). The module is
-verified before printing.
+Prints the per-device SPMD module (HLO text) that `perfsim predict` with the same flags
+simulates: the backend's lowering of one MoE layer step, entry parameters x, router_w, wi_0,
+wi_1, wo, [router_bias], [router_score_bias], [ws_0, ws_1, ws_o], [dy]; root tuple
+(y[, dx, d_router_w, d_wi_0, d_wi_1, d_wo, ...]). Each instruction's metadata op_name names its
+stage (moe/router, moe/dispatch, ...). The module is verified before printing. So
+
+  perfsim lower FLAGS > m.hlo
+  perfsim predict --hlo m.hlo --hw H --mesh M [--routing SPEC]
+
+is the scenario of `perfsim predict FLAGS`, H and M the chip and slice it runs on.
+
+The flags are predict's, with predict's defaults: with none, the embedded default scenario
+(DeepSeek-V3, fwd_bwd, ep_ragged_a2a with dp=2, ep=256 for TPU v7x 4x8x8, batch 512 x seq
+4096). Naming --model, --hw, --mesh or --parallelism derives what is not named as predict does
+(perfsim predict --help) and prints it to standard error first ("chose: --mesh 8 --parallelism
+ep=8 --batch 64 --seq 4096"); standard output holds the module alone. The scenario is checked
+as predict checks it (the mesh's device count against the parallelism's, the batch split over
+dp·fsdp, the kernels' tilings on the chip): what predict refuses, lower refuses.
+--hw, --mesh and --adam choose the scenario but are not in the module. Nor is --routing: the
+tokens each expert gets are run-time values, which `perfsim predict --hlo m.hlo --routing SPEC`
+draws; lower checks the spec (a file: must exist and parse) and prints the same module for
+every routing.
 
   --inputs-dir DIR  also write the inputs `perfsim validate` runs the module on, device by
                     device: DIR/in<i>.d<device>.npy is parameter i's shard on that device
-                    (global inputs of the routing case, default random, and seed, default 1,
-                    sharded as the backend lays them out). The directory must exist.
-                    The files are written all or none.
+                    (global inputs of the inputs' routing case and seed, sharded as the
+                    backend lays them out). The directory must exist. The files are written
+                    all or none.
+  --inputs-routing CASE
+                    with --inputs-dir: how the router weights of the inputs route the tokens,
+                    a validation case (random, skewed, empty_experts, one_expert,
+                    tiny_scores, adversarial; default random; see perfsim validate). Not
+                    --routing: that is predict's routing distribution, which the inputs
+                    cannot hold (their routing follows from the router's scores).
+  --seed S          with --inputs-dir: the inputs' seed (default 1)
   --memory-budget B with --inputs-dir: the most bytes the inputs may take in memory (the
                     global arrays and their shards, held at once); a need beyond B is refused
                     before anything is made (exit 2). Plain bytes or 512MiB, 8GiB, 1.5GB;
@@ -76,8 +105,8 @@ absl::Status WriteInputs(const LoweredStep& step, const std::string& dir, Routin
 }  // namespace
 
 int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
-  std::vector<FlagSpec> specs = StepFlagSpecs();
-  for (const char* name : {"inputs-dir", "routing", "seed", "memory-budget"}) {
+  std::vector<FlagSpec> specs = ScenarioFlagSpecs();
+  for (const char* name : {"inputs-dir", "inputs-routing", "seed", "memory-budget"}) {
     specs.push_back({name, true});
   }
   specs.push_back({"help", false});
@@ -89,11 +118,10 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
   }
   if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
   if (!flags->Has("inputs-dir") &&
-      (flags->Has("routing") || flags->Has("seed") || flags->Has("memory-budget"))) {
-    return ReportStatus(
-        absl::InvalidArgumentError(
-            "--routing, --seed and --memory-budget: expected them only with --inputs-dir"),
-        io);
+      (flags->Has("inputs-routing") || flags->Has("seed") || flags->Has("memory-budget"))) {
+    return ReportStatus(absl::InvalidArgumentError("--inputs-routing, --seed and --memory-budget: "
+                                                   "expected them only with --inputs-dir"),
+                        io);
   }
   int64_t budget_bytes = kDefaultValidationMemoryBudgetBytes;
   if (flags->Has("memory-budget")) {
@@ -101,17 +129,26 @@ int RunLowerCommand(const std::vector<std::string>& args, CliIo& io) {
     if (!budget.ok()) return ReportStatus(budget.status(), io);
     budget_bytes = *budget;
   }
-  absl::StatusOr<RoutingCase> routing = ParseRoutingCase(flags->Get("routing", "random"));
-  if (!routing.ok()) return ReportStatus(Annotate(routing.status(), "--routing"), io);
+  absl::StatusOr<RoutingCase> inputs_routing =
+      ParseRoutingCase(flags->Get("inputs-routing", "random"));
+  if (!inputs_routing.ok()) {
+    return ReportStatus(Annotate(inputs_routing.status(), "--inputs-routing"), io);
+  }
   absl::StatusOr<uint64_t> seed = SeedFlag(*flags, /*fallback=*/1);
   if (!seed.ok()) return ReportStatus(seed.status(), io);
-  absl::StatusOr<StepSpec> spec = StepSpecFromFlags(*flags, StepFlagDefaults());
-  if (!spec.ok()) return ReportStatus(spec.status(), io);
-  absl::StatusOr<LoweredStep> step = LowerStep(*spec);
+  absl::StatusOr<FlaggedScenario> scenario = ScenarioFromFlags(*flags);
+  if (!scenario.ok()) return ReportStatus(scenario.status(), io);
+  // The scenario as predict prepares it: a mesh of another device count, a batch that does not
+  // split, a tiling that does not fit is refused here as there.
+  if (absl::StatusOr<PreparedStep> prepared = PrepareStep(scenario->options); !prepared.ok()) {
+    return ReportStatus(prepared.status(), io);
+  }
+  absl::StatusOr<LoweredStep> step = LowerStep(scenario->options.spec);
   if (!step.ok()) return ReportStatus(step.status(), io);
+  if (!scenario->chose.empty()) io.err << "chose: " << scenario->chose << "\n";
   if (flags->Has("inputs-dir")) {
     if (absl::Status s =
-            WriteInputs(*step, flags->Get("inputs-dir"), *routing, *seed, budget_bytes);
+            WriteInputs(*step, flags->Get("inputs-dir"), *inputs_routing, *seed, budget_bytes);
         !s.ok()) {
       return ReportStatus(s, io);
     }

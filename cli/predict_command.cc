@@ -7,8 +7,8 @@
 #include "cli/cli_util.h"
 #include "cli/flags.h"
 #include "cli/predict_hlo.h"
+#include "cli/scenario_flags.h"
 #include "cli/step_flags.h"
-#include "sim/predict/choose_scenario.h"
 #include "sim/predict/predict.h"
 #include "sim/report/predict_report.h"
 #include "sim/report/predict_summary.h"
@@ -89,12 +89,10 @@ Exit 0 on success (an over-capacity HBM plan is reported, not an error), 2 for b
 }  // namespace
 
 int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
-  std::vector<FlagSpec> specs = StepFlagSpecs();
-  for (const char* name : {"hw", "mesh", "routing", "format", "trace", "trace-devices"}) {
+  std::vector<FlagSpec> specs = ScenarioFlagSpecs();
+  for (const char* name : {"format", "trace", "trace-devices", "hlo"}) {
     specs.push_back({name, true});
   }
-  specs.push_back({"hlo", true});
-  specs.push_back({"adam", false});
   specs.push_back({"timeline", false});
   specs.push_back({"help", false});
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, specs);
@@ -107,36 +105,10 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io) {
   if (absl::Status s = ExpectNoPositional(*flags); !s.ok()) return ReportStatus(s, io);
   absl::StatusOr<std::string> format = TableOrJsonFormat(*flags);
   if (!format.ok()) return ReportStatus(format.status(), io);
-  absl::StatusOr<PredictOptions> defaults = DefaultPredictOptions();
-  if (!defaults.ok()) return ReportStatus(defaults.status(), io);
-  const StepSpec& d = defaults->spec;
-  StepFlagDefaults step_defaults{.model = d.model.name(), .batch = d.batch, .seq = d.seq,
-                                 .phase = std::string(PhaseName(d.phase)), .backend = d.backend};
-  absl::StatusOr<StepSpec> spec = StepSpecFromFlags(*flags, step_defaults);
-  if (!spec.ok()) return ReportStatus(spec.status(), io);
-  PredictOptions options{.spec = *spec};
-  if (!flags->Has("parallelism")) options.spec.parallelism = d.parallelism;
-  options.hw = flags->Get("hw", defaults->hw);
-  options.mesh = flags->Get("mesh", flags->Has("hw") ? "" : defaults->mesh);
-  options.adam = flags->Has("adam");
-  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(flags->Get("routing", "uniform"));
-  if (!routing.ok()) return ReportStatus(routing.status(), io);
-  options.routing = *routing;
-  // Naming the model, the chip, the mesh or the parallelism leaves the embedded default's
-  // slice, parallelism and batch behind: what the user did not name is derived from what they
-  // did (choose_scenario.h) and printed as flags they can copy and edit.
-  std::string chose;
-  if (flags->Has("model") || flags->Has("hw") || flags->Has("mesh") ||
-      flags->Has("parallelism")) {
-    absl::StatusOr<ChosenScenario> chosen =
-        ChooseScenario({.options = options,
-                        .mesh_given = flags->Has("mesh"),
-                        .parallelism_given = flags->Has("parallelism"),
-                        .batch_given = flags->Has("batch")});
-    if (!chosen.ok()) return ReportStatus(chosen.status(), io);
-    options = chosen->options;
-    chose = chosen->flags;
-  }
+  absl::StatusOr<FlaggedScenario> scenario = ScenarioFromFlags(*flags);
+  if (!scenario.ok()) return ReportStatus(scenario.status(), io);
+  const PredictOptions& options = scenario->options;
+  const std::string& chose = scenario->chose;
   TraceDevices trace_devices;
   if (flags->Has("trace-devices")) {
     if (!flags->Has("trace")) {

@@ -19,6 +19,7 @@ namespace perfsim {
 namespace {
 
 using ::perfsim::testing::CliResult;
+using ::perfsim::testing::NanoLowerArgs;
 using ::perfsim::testing::RunCli;
 
 using ::testing::HasSubstr;
@@ -37,8 +38,8 @@ TEST(LowerCliTest, EveryBackendPrintsAModuleThatParsesVerifiesAndRoundTrips) {
       {"grouped_gemm_aligned", "ep=2"}, {"fused_expert_ffn", "dp=2"}};
   for (const auto& [backend, mesh] : backends) {
     for (const char* form : {"native", "ragged_dot", "masked_dot"}) {
-      CliResult r = RunCli({"lower", "--backend", backend, "--phase", "fwd_bwd", "--parallelism",
-                            mesh, "--grouped-matmul", form});
+      CliResult r = RunCli(NanoLowerArgs({"--backend", backend, "--phase", "fwd_bwd",
+                                          "--parallelism", mesh, "--grouped-matmul", form}));
       ASSERT_EQ(r.code, 0) << backend << " " << form << ": " << r.err;
       absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(r.out, "lowered.hlo");
       ASSERT_TRUE(m.ok()) << backend << " " << form << ": " << m.status();
@@ -58,8 +59,8 @@ TEST(LowerCliTest, InputsDirHoldsEveryDevicesShardOfEveryParameter) {
   const std::string dir = ::testing::TempDir() + "/lower_inputs";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  CliResult r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
-                        "--inputs-dir", dir, "--seed", "3"});
+  CliResult r = RunCli(NanoLowerArgs(
+      {"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--inputs-dir", dir, "--seed", "3"}));
   ASSERT_EQ(r.code, 0) << r.err;
   // nano fwd: x, router_w, wi_0, wi_1, wo, router_score_bias, ws_0, ws_1, ws_o on 2 devices.
   int files = 0;
@@ -75,13 +76,14 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   CliResult r = RunCli({"lower", "--backend", "nope"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("unknown backend 'nope'; known: dense_einsum"));
-  r = RunCli({"lower", "--backend", "dense_einsum", "--parallelism", "ep=5"});
+  r = RunCli(NanoLowerArgs(
+      {"--backend", "dense_einsum", "--parallelism", "ep=5", "--hw", "gpu_h100", "--mesh", "5"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("expected batch·seq divisible by dp·fsdp·ep"));
   r = RunCli({"lower", "--batch", "x"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--batch: expected a positive integer; got 'x'"));
-  r = RunCli({"lower", "--backend", "dense_einsum", "--parallelism", "ep=2"});
+  r = RunCli(NanoLowerArgs({"--backend", "dense_einsum", "--parallelism", "ep=2"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("backend dense_einsum: expected ep=1 and tp=1"));
   r = RunCli({"lower", "--backend", "dense_einsum", "--grouped-matmul", "dense"});
@@ -89,16 +91,16 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   EXPECT_THAT(r.err, HasSubstr("--grouped-matmul: expected a grouped-matmul form (native, "
                                "ragged_dot, masked_dot); got 'dense'"));
   // A token-dropping buffer is lowered (ep_ragged_a2a_test.cc); a meaningless one is bad input.
-  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
-              "--ragged-buffer-factor", "1.5"});
+  r = RunCli(NanoLowerArgs(
+      {"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--ragged-buffer-factor", "1.5"}));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("perfsim_truncated=\"96\""));  // int(32·2·1.5)
-  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
-              "--ragged-buffer-factor", "nan"});
+  r = RunCli(NanoLowerArgs(
+      {"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--ragged-buffer-factor", "nan"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("ragged_buffer_factor: expected a finite number at most 16384"));
-  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2",
-              "--ragged-buffer-factor", "0.001"});
+  r = RunCli(NanoLowerArgs(
+      {"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--ragged-buffer-factor", "0.001"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("of at least 1 row"));
 }
@@ -171,7 +173,7 @@ TEST(ValidateCliTest, AdversarialRoutingPassesAcrossBackendsAndMeshes) {
 // user module (`validate --hlo -` reads stdin) that is dense_einsum's forward with the shared
 // expert's output dropped.
 TEST(ValidateCliTest, AFailureIsExitOneNamingBackendTensorIndexAndValues) {
-  CliResult lowered = RunCli({"lower", "--backend", "dense_einsum"});
+  CliResult lowered = RunCli(NanoLowerArgs({"--backend", "dense_einsum"}));
   ASSERT_EQ(lowered.code, 0) << lowered.err;
   absl::StatusOr<std::unique_ptr<Module>> m = ParseHloModule(lowered.out, "dense.hlo");
   ASSERT_TRUE(m.ok()) << m.status();

@@ -13,6 +13,7 @@ namespace perfsim {
 namespace {
 
 using ::perfsim::testing::CliResult;
+using ::perfsim::testing::NanoLowerArgs;
 using ::perfsim::testing::RunCli;
 
 using ::testing::HasSubstr;
@@ -57,10 +58,11 @@ TEST(SizeLimitsCli, PredictRefusesHugeBatchesWithTheLimit) {
 }
 
 TEST(SizeLimitsCli, LowerRefusesASeqThatWrapsToZeroTokens) {
-  // 4 * 2^62 = 2^64 wraps to 0: lower emitted a module of zero tokens, exit 0.
+  // The default batch 512 * 2^62 = 2^71 wraps to 0 (so did nano's old default 4 * 2^62 = 2^64):
+  // lower emitted a module of zero tokens, exit 0.
   CliResult r = RunCli({"lower", "--seq", "4611686018427387904"});
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
-  EXPECT_THAT(r.err, HasSubstr("tokens = batch * seq: 4 * 4611686018427387904 overflows int64"));
+  EXPECT_THAT(r.err, HasSubstr("tokens = batch * seq: 512 * 4611686018427387904 overflows int64"));
   EXPECT_EQ(r.out, "");
 }
 
@@ -120,13 +122,13 @@ TEST(SizeLimitsCli, KnobsBeyondTheirLimitsAreRefusedByName) {
 TEST(SizeLimitsCli, BuffersABackendDerivesAreCheckedAgainstTheLimit) {
   // Within every flag's own limit, a backend's derived buffer can still be too large: the
   // capacity masks [B_l, S, E, C] grow with S² (nano: E = 8, K = 2; S = 2^24, cf = 16384).
-  CliResult r = RunCli({"lower", "--backend", "capacity_einsum", "--batch", "1", "--seq",
-                        "16777216", "--capacity-factor", "16384"});
+  CliResult r = RunCli(NanoLowerArgs({"--backend", "capacity_einsum", "--batch", "1", "--seq",
+                                      "16777216", "--capacity-factor", "16384"}));
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
   EXPECT_THAT(r.err, HasSubstr("bytes of the capacity mask [B_l, S, E, C] in f32"));
   // ep_ragged_a2a's receive buffer int(T_l·K·f) rows at f = 16384.
-  r = RunCli({"lower", "--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--batch", "65536",
-              "--seq", "65536", "--ragged-buffer-factor", "16384"});
+  r = RunCli(NanoLowerArgs({"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--batch",
+                            "65536", "--seq", "65536", "--ragged-buffer-factor", "16384"}));
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
   EXPECT_THAT(r.err, HasSubstr("bytes of the ragged receive buffer"));
 }

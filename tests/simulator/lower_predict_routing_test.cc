@@ -28,6 +28,7 @@ namespace perfsim {
 namespace {
 
 using ::perfsim::testing::CliResult;
+using ::perfsim::testing::NanoLowerArgs;
 using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
 
@@ -42,7 +43,9 @@ std::vector<std::string> StepFlags(const Scenario& s) {
           "--parallelism", s.parallelism,
           "--batch",       std::to_string(s.batch),
           "--seq",         std::to_string(s.seq),
-          "--phase",       "fwd_bwd"};
+          "--phase",       "fwd_bwd",
+          "--hw",          s.hw,
+          "--mesh",        s.mesh};
 }
 
 bool Routable(const Instruction& instruction) {
@@ -165,8 +168,9 @@ TEST(LowerPredictRouting, GroupedMatmulsAndRaggedAllToAllsMatchPredictPerDevice)
 }
 
 TEST(LowerPredictRouting, CliTakesTheRoutingAndRefusesBadSpecs) {
-  CliResult lowered = RunCli({"lower", "--model", "nano", "--backend", "ep_ragged_a2a",
-                              "--parallelism", "ep=4", "--batch", "4", "--seq", "64"});
+  CliResult lowered =
+      RunCli(NanoLowerArgs({"--model", "nano", "--backend", "ep_ragged_a2a", "--parallelism",
+                            "ep=4", "--batch", "4", "--seq", "64"}));
   ASSERT_EQ(lowered.code, 0) << lowered.err;
   CliResult skewed =
       RunCli({"predict", "--hlo", "-", "--hw", "tpu_v5p", "--routing", "hot:0.5"}, lowered.out);

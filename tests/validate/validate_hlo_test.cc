@@ -15,6 +15,7 @@ namespace perfsim {
 namespace {
 
 using ::perfsim::testing::CliResult;
+using ::perfsim::testing::NanoLowerArgs;
 using ::perfsim::testing::RunCli;
 using ::testing::HasSubstr;
 
@@ -163,7 +164,7 @@ TEST(ValidateHloOptions, AParameterCountShortOfTheContractMentionsKeepUnused) {
 // capacity_einsum at its default capacity factor drops some of the K assignments of some
 // tokens: no row is all zero, but the rows that differ are counted against those that match.
 TEST(ValidateHloCauses, AFaultConfinedToSomeTokensIsLocalised) {
-  CliResult lowered = RunCli({"lower", "--backend", "capacity_einsum", "--phase", "fwd"});
+  CliResult lowered = RunCli(NanoLowerArgs({"--backend", "capacity_einsum", "--phase", "fwd"}));
   ASSERT_EQ(lowered.code, 0) << lowered.err;
   CliResult r = RunCli({"validate", "--hlo", "-"}, lowered.out);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
@@ -193,7 +194,7 @@ TEST(UserModuleChecks, PerfsimLoweringsPass) {
   for (const char* backend : {"dense_einsum", "sparse_ragged_dot", "ep_ragged_a2a", "megablox_gmm",
                               "grouped_gemm_aligned", "ring_of_experts"}) {
     for (const char* phase : {"fwd", "fwd_bwd"}) {
-      CliResult lowered = RunCli({"lower", "--backend", backend, "--phase", phase});
+      CliResult lowered = RunCli(NanoLowerArgs({"--backend", backend, "--phase", phase}));
       ASSERT_EQ(lowered.code, 0) << lowered.err;
       CliResult r = RunCli({"validate", "--hlo", "-", "--phase", phase}, lowered.out);
       EXPECT_EQ(r.code, 0) << backend << " " << phase << "\n" << r.out << r.err;

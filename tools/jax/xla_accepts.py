@@ -121,9 +121,13 @@ def _first_line(e: BaseException) -> str:
 
 
 def _perfsim_args(m: Module, out: str) -> list[str]:
+  # lower takes predict's scenario flags: a slice of the parallelism's device
+  # count (a row of TPU v5p chips, one device each) is named with it. The module
+  # does not depend on the chip.
   args = ["lower", "--model", os.path.join(out, MODEL), "--backend", m.backend,
           "--phase", m.phase, "--batch", str(BATCH), "--seq", str(SEQ),
-          "--parallelism", m.parallelism]
+          "--parallelism", m.parallelism, "--hw", "tpu_v5p",
+          "--mesh", f"{m.devices}x1x1"]
   if m.form != "native":
     args += ["--grouped-matmul", m.form]
   return args
