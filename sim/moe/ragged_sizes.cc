@@ -65,6 +65,47 @@ absl::StatusOr<RoutingMatrix> BuildLayoutRouting(const RoutingSpec& spec,
                             /*sources_per_cycle=*/layout.ep);
 }
 
+std::vector<int64_t> EpGroupRows(const RoutingMatrix& routing, const RoutingLayout& layout,
+                                 int64_t replica) {
+  const int64_t e = layout.num_experts, first_shard = replica * layout.ep;
+  std::vector<int64_t> rows(e, 0);
+  bool one_row = true;
+  for (int64_t j = 1; j < layout.ep; ++j) {
+    one_row = one_row && routing.row_index(first_shard + j) == routing.row_index(first_shard);
+  }
+  if (one_row) {
+    // Every shard of the replica routes alike (integers: the product is the sum).
+    const int64_t* row = routing.row(first_shard);
+    for (int64_t g = 0; g < e; ++g) rows[g] = row[g] * layout.ep;
+    return rows;
+  }
+  for (int64_t j = 0; j < layout.ep; ++j) {
+    const int64_t* row = routing.row(first_shard + j);
+    for (int64_t g = 0; g < e; ++g) rows[g] += row[g];
+  }
+  return rows;
+}
+
+std::optional<std::vector<int64_t>> GroupSizesFromRows(const RaggedSizes& ragged,
+                                                       const int64_t* rows, int64_t num_experts,
+                                                       int64_t ep_rank) {
+  const int64_t e = num_experts;
+  const int64_t groups = ragged.group_count();
+  if (groups <= 0 || groups > e) return std::nullopt;
+  const int64_t a = ragged.align();
+  if (a > (int64_t{1} << 31)) return std::nullopt;  // beyond any row count: not a real alignment
+  // Offsets are taken mod E: any annotated value, negative included, names an expert.
+  const int64_t offset =
+      ((ragged.group_offset_per_ep_rank() + ragged.roll_per_ep_rank()) % e + e) % e;
+  const int64_t first = ep_rank % e * offset % e;
+  std::vector<int64_t> sizes(groups);
+  for (int64_t g = 0; g < groups; ++g) sizes[g] = rows[(first + g) % e];
+  if (a > 1) {
+    for (int64_t& s : sizes) s = (s + a - 1) / a * a;
+  }
+  return sizes;
+}
+
 std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
                                                      const RoutingMatrix& routing,
                                                      const RoutingLayout& layout, int64_t device) {
@@ -73,35 +114,15 @@ std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
       routing.sources() != layout.token_shards) {
     return std::nullopt;
   }
-  const int64_t groups = ragged.group_count();
-  if (groups <= 0 || groups > e) return std::nullopt;
   const int64_t shard = layout.ShardOf(device), rank = layout.EpRankOf(device);
-  std::vector<int64_t> rows;
   if (ragged.rows() == RaggedSizes::ROWS_DEVICE) {
-    rows.assign(routing.row(shard), routing.row(shard) + e);
-  } else if (ragged.rows() == RaggedSizes::ROWS_EP_GROUP) {
-    // The shards of the device's EP group: its replica's ep consecutive rows.
-    rows.assign(e, 0);
-    const int64_t first_shard = shard - rank;
-    for (int64_t j = 0; j < layout.ep; ++j) {
-      const int64_t* row = routing.row(first_shard + j);
-      for (int64_t g = 0; g < e; ++g) rows[g] += row[g];
-    }
-  } else {
-    return std::nullopt;  // unspecified (or a value this build does not know)
+    return GroupSizesFromRows(ragged, routing.row(shard), e, rank);
   }
-  // Offsets are taken mod E: any annotated value, negative included, names an expert.
-  const int64_t offset =
-      ((ragged.group_offset_per_ep_rank() + ragged.roll_per_ep_rank()) % e + e) % e;
-  const int64_t first = rank % e * offset % e;
-  std::vector<int64_t> sizes(groups);
-  for (int64_t g = 0; g < groups; ++g) sizes[g] = rows[(first + g) % e];
-  const int64_t a = ragged.align();
-  if (a > (int64_t{1} << 31)) return std::nullopt;  // beyond any row count: not a real alignment
-  if (a > 1) {
-    for (int64_t& s : sizes) s = (s + a - 1) / a * a;
+  if (ragged.rows() == RaggedSizes::ROWS_EP_GROUP) {
+    const std::vector<int64_t> rows = EpGroupRows(routing, layout, shard / layout.ep);
+    return GroupSizesFromRows(ragged, rows.data(), e, rank);
   }
-  return sizes;
+  return std::nullopt;  // unspecified (or a value this build does not know)
 }
 
 std::vector<int64_t> RaggedExchangeRows(RaggedTransfer::Direction direction,

@@ -70,6 +70,19 @@ std::optional<std::vector<int64_t>> RaggedGroupSizes(const RaggedSizes& ragged,
                                                      const RoutingMatrix& routing,
                                                      const RoutingLayout& layout, int64_t device);
 
+// RaggedGroupSizes in two steps, for callers that time many devices (sim/simulator): the
+// routing rows the annotation draws from (the device's own row, E entries, or EpGroupRows of
+// its replica) and the sizes cut from them for the device's EP rank. GroupSizesFromRows is
+// nullopt where RaggedGroupSizes is (rows unspecified, group_count outside 1..E, align above
+// 2^31); `rows` has num_experts entries.
+std::optional<std::vector<int64_t>> GroupSizesFromRows(const RaggedSizes& ragged,
+                                                       const int64_t* rows, int64_t num_experts,
+                                                       int64_t ep_rank);
+// Rows per expert the ep token shards of data-parallel replica `replica` (shards
+// replica·ep .. replica·ep + ep − 1) route in all: what ROWS_EP_GROUP draws from.
+std::vector<int64_t> EpGroupRows(const RoutingMatrix& routing, const RoutingLayout& layout,
+                                 int64_t replica);
+
 // Rows member i of `group` (device ids of the layout) sends member j in a ragged-all-to-all,
 // row-major n × n (the diagonal is what a device keeps): towards the experts, the rows shard(i)
 // routes to the experts of EpRank(j); back from them, the rows shard(j) routed to those of

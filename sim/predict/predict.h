@@ -13,22 +13,25 @@
 // so does every evaluation without detail or with a cache, whatever the cache holds: sim/sweep
 // ranks plans with this one model of the step time.
 //
-// Pipeline: StepSpec -> lowering (the backend's per-device module) -> per-instruction cost on
-// the chip (sim/cost; collectives on the slice's topology, sim/comm) with the ragged parts
-// taken from the routing matrix (sim/moe/routing.h) -> schedule on every device
-// (sim/schedule, one simulation per class of identical devices) -> the slowest device's
-// timeline, per-phase subtotals, MFU, HBM use.
+// Pipeline: StepSpec -> lowering (the backend's per-device module, annotated with what it holds:
+// sim/lowering/annotations.h) -> the model-agnostic simulator (sim/simulator/simulator.h:
+// per-instruction cost on the chip, collectives on the slice's topology, the ragged parts drawn
+// from the routing matrix, the schedule on every device) -> this report: the slowest device's
+// timeline, per-phase subtotals (phases from the stage annotations), MFU (the model's useful
+// FLOPs), HBM use (the parameters' roles). predict reads the module only through the
+// simulator, so `perfsim lower FLAGS | perfsim predict --hlo - --hw H --mesh M` is the same
+// step as `perfsim predict FLAGS` (tests/simulator/lower_predict_routing_test.cc).
 //
 // Fusion: the lowering emits one instruction per elementwise op, as XLA's HLO before fusion.
-// perfsim models XLA's fusion when costing, with the simulator's rules (sim/simulator/fusion.h
+// The simulator models XLA's fusion when costing (sim/simulator/fusion.h
 // PlanFusion, FusedCost): an elementwise op, convert, broadcast, iota or constant whose users
 // are all such ops, dots or reduces is fused into them, as XLA fuses a convert into the dot
 // that reads it — its result is not written to HBM, its consumers do not read it, and it pays
 // no kernel overhead (its arithmetic and the reads of its own inputs still count). Gathers,
 // sorts, grouped matmuls and collectives take no producers.
 //
-// The incoming cotangent (fwd_bwd): the entry parameter annotated ROLE_COTANGENT (dy) is not
-// available at time 0. In a whole step it arrives after the rest of the network's forward and
+// The incoming cotangent (fwd_bwd; the simulator's rule, simulator.h step 7): the entry
+// parameter annotated ROLE_COTANGENT (dy) is not available at time 0. In a whole step it arrives after the rest of the network's forward and
 // the backward of the layers above; for one layer the earliest honest time is when the
 // layer's forward output is complete. So dy gets schedule edges from the forward's outputs:
 // the root's elements (through tuples) annotated PHASE_FORWARD (y), or, when the root holds
@@ -52,6 +55,7 @@
 //     writes (sent plus received, its own share included), not its buffers.
 // Device classes: every data-parallel replica sees the same routing unless a file gives
 // different rows per token shard; then only the first replica's EP·TP devices are simulated
+// (sim/simulator/routed.h, "Replicas")
 // (their collectives over dp act within it; collective times still come from the full groups
 // on the full topology). Among the simulated devices, the schedule runs once per class of
 // devices with identical timelines (sim/schedule/schedule.h).
@@ -61,8 +65,9 @@
 // HBM per device: parameters and gradients of the step's module (its entry parameters and
 // gradient outputs: none for DeepSeek-V3's score-correction bias, which is not trained),
 // optimizer state if asked (Adam: two f32 moments per trained parameter), and the peak of the
-// other live buffers (activations, residuals kept for the backward, communication buffers) over
-// the schedule's instruction order.
+// other live buffers (activations, residuals kept for the backward, communication buffers):
+// the simulator's liveness peak, the interpreter's memory plan (sim/interp/memory_plan.h), plus
+// the inputs x and dy.
 #ifndef PERFSIM_SIM_PREDICT_PREDICT_H_
 #define PERFSIM_SIM_PREDICT_PREDICT_H_
 
@@ -78,6 +83,7 @@
 #include "sim/moe/routing.h"
 #include "sim/moe/step_spec.h"
 #include "sim/schedule/schedule.h"
+#include "sim/simulator/simulator.h"
 
 namespace perfsim {
 
@@ -212,11 +218,7 @@ class PredictCache {
   ~PredictCache();
   PredictCache(const PredictCache&) = delete;
   PredictCache& operator=(const PredictCache&) = delete;
-  struct Stats {
-    int64_t routing_hits = 0, routing_misses = 0;  // (step, routing) memos
-    int64_t grouped_hits = 0, grouped_misses = 0;  // grouped-matmul costs
-    int64_t ragged_hits = 0, ragged_misses = 0;    // ragged all-to-all costs
-  };
+  using Stats = SimulatorCache::Stats;
   Stats stats() const;
   struct Impl;
   Impl& impl() { return *impl_; }

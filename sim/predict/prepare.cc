@@ -1,30 +1,20 @@
 // PrepareStep (predict.h): everything about a scenario that does not depend on its routing.
-#include <algorithm>
-#include <atomic>
 #include <map>
 #include <mutex>
-#include <numeric>
-#include <queue>
+#include <optional>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "sim/comm/hlo_collectives.h"
 #include "sim/comm/topology.h"
-#include "sim/cost/grouped_matmul.h"
-#include "sim/cost/op_cost.h"
 #include "sim/fit/module_fit.h"
 #include "sim/hw/chip_registry.h"
-#include "sim/ir/custom_call_targets.h"
 #include "sim/lowering/annotations.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/moe/step_graph.h"
 #include "sim/predict/predict.h"
 #include "sim/predict/predict_internal.h"
-#include "sim/simulator/fusion.h"
-#include "sim/simulator/routed.h"
+#include "sim/simulator/simulator.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -43,31 +33,9 @@ absl::StatusOr<PredictOptions> DefaultPredictOptions() {
 }
 
 const PredictOptions& PreparedStep::options() const { return data_->options; }
-int64_t PreparedStep::num_instructions() const { return static_cast<int64_t>(data_->ops.size()); }
+int64_t PreparedStep::num_instructions() const { return data_->simulation.num_ops(); }
 
 namespace {
-
-// The replica groups of a collective (PreparedOp::groups()).
-void SetGroups(const Instruction& instruction, int64_t devices, PreparedOp& op) {
-  const auto& rg = instruction.attributes().replica_groups;
-  if (rg.has_value() && rg->iota.has_value()) {
-    op.owned_groups = ExpandIotaReplicaGroups(*rg->iota);
-  } else if (rg.has_value() && !rg->groups.empty()) {
-    op.listed_groups = &rg->groups;
-    return;
-  }
-  if (op.owned_groups.empty()) {
-    op.owned_groups.emplace_back(devices);
-    std::iota(op.owned_groups[0].begin(), op.owned_groups[0].end(), 0);
-  }
-}
-
-bool IsGroupedMatmul(const Instruction& instruction) {
-  if (instruction.opcode() == Opcode::kRaggedDot) return true;
-  return instruction.opcode() == Opcode::kCustomCall &&
-         (instruction.attributes().custom_call_target == kGmmTarget ||
-          instruction.attributes().custom_call_target == kTgmmTarget);
-}
 
 // ResolveChip, with the built-in chips parsed once per process (a file is read every time: it
 // may change).
@@ -82,162 +50,7 @@ absl::StatusOr<Chip> ResolveChipOnce(const std::string& name) {
   return chips->emplace(name, std::move(chip)).first->second;
 }
 
-// The routing-independent cost of one instruction, fusion applied.
-absl::Status CostOp(const Instruction& instruction, const Chip& chip,
-                    const CostOptions& cost_options, bool interior,
-                    const std::vector<bool>& operand_interior, PreparedOp& op,
-                    std::map<std::string, bool>& unknown) {
-  // A ragged-all-to-all is timed from the routing's traffic, group by group; its generic cost
-  // (every group's flows routed at once) is skipped: at 16k devices that alone routes millions
-  // of flows.
-  absl::StatusOr<OpCost> cost = instruction.opcode() == Opcode::kRaggedAllToAll
-                                    ? absl::StatusOr<OpCost>(OpCost{.bound = Bound::kCommunication})
-                                    : CostInstruction(instruction, chip, cost_options);
-  if (!cost.ok()) return Annotate(cost.status(), "cost");
-  for (const std::string& rate : cost->unknown_rates) unknown[rate] = true;
-  // Fusion (sim/simulator/fusion.h): an interior op writes nothing and launches nothing; a
-  // consumer does not read its interior operands.
-  const OpCost fused = FusedCost(instruction, *cost, interior, operand_interior);
-  OpRow& info = op.info;
-  info.bound = fused.bound;
-  info.flops = fused.counts.flops;
-  info.bytes = fused.counts.bytes_accessed;
-  info.lower_bound = !cost->unknown_rates.empty();
-  op.base_seconds = fused.seconds.value_or(0);
-  return absl::OkStatus();
-}
-
-
-bool InForward(const Instruction& instruction) {
-  const Annotation* annotation = instruction.annotation();
-  return annotation != nullptr && annotation->phase() == Annotation::PHASE_FORWARD;
-}
-
-// The instructions that hold the forward's result (predict.h, "The incoming cotangent"): the
-// root's elements, through tuples, annotated forward; when the root holds none (a module that
-// returns only gradients), every forward instruction no other forward instruction reads.
-std::vector<const Instruction*> ForwardOutputs(const Computation& entry) {
-  std::vector<const Instruction*> outputs;
-  std::vector<const Instruction*> pending = {entry.root()};
-  while (!pending.empty()) {
-    const Instruction* value = pending.back();
-    pending.pop_back();
-    if (value->opcode() == Opcode::kTuple) {
-      pending.insert(pending.end(), value->operands().rbegin(), value->operands().rend());
-    } else if (InForward(*value)) {
-      outputs.push_back(value);
-    }
-  }
-  if (!outputs.empty()) return outputs;
-  absl::flat_hash_set<const Instruction*> read_by_forward;
-  for (const auto& instruction : entry.instructions()) {
-    if (!InForward(*instruction)) continue;
-    for (const Instruction* operand : instruction->operands()) read_by_forward.insert(operand);
-  }
-  for (const auto& instruction : entry.instructions()) {
-    if (InForward(*instruction) && !read_by_forward.contains(instruction.get())) {
-      outputs.push_back(instruction.get());
-    }
-  }
-  return outputs;
-}
-
-// Makes every entry parameter annotated ROLE_COTANGENT wait for the forward's outputs; true
-// when it added an edge. The edges point forwards in the instruction order (parameters come
-// first): SortTopologically restores the schedule's operands-first order.
-bool AddCotangentEdges(const Computation& entry,
-                       const absl::flat_hash_map<const Instruction*, int64_t>& index,
-                       std::vector<PreparedOp>& ops) {
-  std::vector<const Instruction*> outputs;
-  bool added = false;
-  for (const Instruction* parameter : entry.parameters()) {
-    const Annotation* annotation = parameter->annotation();
-    if (annotation == nullptr || annotation->role() != Annotation::ROLE_COTANGENT) continue;
-    if (outputs.empty()) outputs = ForwardOutputs(entry);
-    for (const Instruction* output : outputs) {
-      ops[index.at(parameter)].operands.push_back(index.at(output));
-      added = true;
-    }
-  }
-  return added;
-}
-
-// Reorders `ops` so that every op comes after its schedule edges (operands, control
-// predecessors, cotangent edges), keeping the instruction order wherever the edges allow
-// (always the earliest ready op first): only the cotangent and what reads it move.
-// InvalidArgument when the edges form a cycle (a forward output that reads the cotangent).
-absl::Status SortTopologically(std::vector<PreparedOp>& ops) {
-  const int64_t n = static_cast<int64_t>(ops.size());
-  std::vector<int64_t> pending(n), user_begin(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    pending[i] = static_cast<int64_t>(ops[i].operands.size());
-    for (int64_t o : ops[i].operands) ++user_begin[o + 1];
-  }
-  for (int64_t i = 0; i < n; ++i) user_begin[i + 1] += user_begin[i];
-  std::vector<int64_t> users(user_begin[n]), fill(user_begin.begin(), user_begin.end() - 1);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t o : ops[i].operands) users[fill[o]++] = i;
-  }
-  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ready;
-  for (int64_t i = 0; i < n; ++i) {
-    if (pending[i] == 0) ready.push(i);
-  }
-  std::vector<int64_t> order;
-  order.reserve(n);
-  while (!ready.empty()) {
-    const int64_t i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int64_t k = user_begin[i]; k < user_begin[i + 1]; ++k) {
-      if (--pending[users[k]] == 0) ready.push(users[k]);
-    }
-  }
-  if (static_cast<int64_t>(order.size()) != n) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (pending[i] == 0 || ops[i].instruction->opcode() != Opcode::kParameter) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cotangent parameter ", ops[i].instruction->name(),
-          ": expected the forward's outputs (the root's forward-phase elements) not to depend "
-          "on it; got a forward output that reads it"));
-    }
-    return absl::InvalidArgumentError(
-        "cotangent: expected the forward's outputs not to depend on the cotangent; got a cycle");
-  }
-  std::vector<int64_t> position(n);
-  for (int64_t k = 0; k < n; ++k) position[order[k]] = k;
-  std::vector<PreparedOp> sorted;
-  sorted.reserve(n);
-  for (int64_t i : order) {
-    PreparedOp& op = sorted.emplace_back(std::move(ops[i]));
-    for (int64_t& o : op.operands) o = position[o];
-  }
-  ops = std::move(sorted);
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::StatusOr<ScheduleGraph> BuildScheduleGraph(const PreparedStepData& data, int64_t n) {
-  ScheduleProblem problem{.num_devices = n};
-  problem.ops.resize(data.ops.size());
-  for (size_t i = 0; i < data.ops.size(); ++i) {
-    const PreparedOp& prepared = data.ops[i];
-    ScheduleOp& op = problem.ops[i];
-    op.operands = prepared.operands;
-    op.stream = prepared.stream;
-    for (const auto& group : prepared.groups()) {
-      int64_t simulated = 0;
-      for (int64_t d : group) simulated += d < n ? 1 : 0;
-      if (simulated < 2) continue;
-      std::vector<int64_t>& kept = op.groups.emplace_back();
-      kept.reserve(simulated);
-      for (int64_t d : group) {
-        if (d < n) kept.push_back(d);
-      }
-    }
-  }
-  return ScheduleGraph::Create(std::move(problem));
-}
 
 absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* failed_stage) {
   PrepareStage ignored;
@@ -276,91 +89,26 @@ absl::StatusOr<PreparedStep> PrepareStep(const PredictOptions& o, PrepareStage* 
       *lowered.module, c, std::nullopt, absl::StrCat("backend ", spec.backend, " on ", c.name())));
   stage = PrepareStage::kCost;
   auto data = std::make_shared<PreparedStepData>(o, std::move(lowered));
-  static std::atomic<uint64_t> next_id{1};
-  data->id = next_id.fetch_add(1, std::memory_order_relaxed);
-  data->cost_context = absl::StrCat(c.proto().SerializeAsString(), "|", mesh);
   data->chip = std::move(owned_chip);
   data->topology = std::move(owned_topology);
   data->mesh = mesh;
+  // The module as any module: the simulator times, groups and schedules it (simulator.h).
+  PERFSIM_ASSIGN_OR_RETURN(data->simulation,
+                           PrepareModule(*data->step.module, c, t, spec.num_devices()));
+  const PreparedModule& simulation = data->simulation;
+  data->stage.resize(simulation.num_ops());
+  data->phase.assign(simulation.num_ops(), -1);
+  for (int64_t i = 0; i < simulation.num_ops(); ++i) {
+    const std::optional<Stage> lowered_in =
+        StageOfAnnotation(simulation.op(i).instruction->annotation());
+    const absl::string_view phase = lowered_in.has_value() ? StagePhase(*lowered_in) : "other";
+    if (lowered_in.has_value()) data->stage[i] = std::string(StageName(*lowered_in));
+    for (int32_t p = 0; p < kNumPredictPhases; ++p) {
+      if (phase == kPredictPhaseNames[p]) data->phase[i] = p;
+    }
+  }
 
   const Computation& entry = *data->step.module->entry();
-  const auto& instructions = entry.instructions();
-  absl::flat_hash_map<const Instruction*, int64_t> index;
-  index.reserve(instructions.size());
-  for (size_t i = 0; i < instructions.size(); ++i) index[instructions[i].get()] = i;
-  const FusionPlan fusion = PlanFusion(entry);
-  const CostOptions cost_options{
-      .mode = CostMode::kTrue, .num_devices = spec.num_devices(), .topology = &t};
-  std::map<std::string, bool> unknown;
-  std::vector<bool> operand_interior;
-  data->ops.resize(instructions.size());
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction& instruction = *instructions[i];
-    PreparedOp& op = data->ops[i];
-    op.instruction = &instruction;
-    for (const Instruction* operand : instruction.operands())
-      op.operands.push_back(index.at(operand));
-    for (const Instruction* pred : instruction.control_predecessors()) {
-      op.operands.push_back(index.at(pred));
-    }
-    op.info.name = instruction.name();
-    op.info.opcode = std::string(OpcodeSpelling(instruction.opcode()));
-    const std::optional<Stage> lowered_in = StageOfAnnotation(instruction.annotation());
-    op.info.stage = lowered_in.has_value() ? std::string(StageName(*lowered_in)) : "";
-    op.info.phase = lowered_in.has_value() ? std::string(StagePhase(*lowered_in)) : "other";
-    operand_interior.clear();
-    for (const Instruction* operand : instruction.operands()) {
-      operand_interior.push_back(fusion.interior[index.at(operand)]);
-    }
-    PERFSIM_RETURN_IF_ERROR(
-        CostOp(instruction, c, cost_options, fusion.interior[i], operand_interior, op, unknown));
-    if (IsCollectiveInstruction(instruction)) {
-      op.stream = Stream::kCommunication;
-      SetGroups(instruction, spec.num_devices(), op);
-      if (instruction.opcode() == Opcode::kRaggedAllToAll) {
-        op.kind = PreparedOp::Kind::kRaggedAllToAll;
-        // dispatch and combine_bwd send rows towards the experts; combine and dispatch_bwd back.
-        op.to_experts = lowered_in == Stage::kDispatch || lowered_in == Stage::kCombineBwd;
-        const Shape& operand = instruction.operand(0)->shape();
-        op.row_bytes = static_cast<double>(ByteWidth(operand.element_type()));
-        for (int64_t k = 1; k < operand.rank(); ++k) op.row_bytes *= operand.dimensions(k);
-      }
-    } else if (IsGroupedMatmul(instruction)) {
-      op.stream = Stream::kCompute;
-      op.kind = PreparedOp::Kind::kGroupedMatmul;
-      op.total_groups = instruction.operand(2)->shape().dimensions(0);
-      const Annotation* sizes = instruction.operand(2)->annotation();
-      if (sizes != nullptr && sizes->has_ragged()) op.ragged = sizes->ragged();
-      if (instruction.opcode() == Opcode::kCustomCall) {
-        PERFSIM_ASSIGN_OR_RETURN(op.grouped, GroupedMatmulSpecFromInstruction(instruction));
-      } else {
-        op.grouped = RaggedDotGroupedSpec(instruction, c);
-      }
-    } else {
-      op.stream = op.base_seconds > 0 ? Stream::kCompute : Stream::kNone;
-    }
-    op.info.stream = op.stream == Stream::kCommunication ? "comm" : "compute";
-    const Opcode opcode = instruction.opcode();
-    op.in_memory = opcode != Opcode::kParameter && opcode != Opcode::kTuple &&
-                   opcode != Opcode::kGetTupleElement && opcode != Opcode::kBitcast;
-    op.result_bytes =
-        instruction.shape().IsArray() ? static_cast<double>(instruction.shape().ByteSize()) : 0;
-  }
-  for (const auto& [rate, unused] : unknown) data->unknown_rates.push_back(rate);
-  // The incoming cotangent arrives once the forward's output exists (predict.h).
-  if (AddCotangentEdges(entry, index, data->ops)) {
-    PERFSIM_RETURN_IF_ERROR(SortTopologically(data->ops));
-  }
-  data->phase.assign(data->ops.size(), -1);
-  for (size_t i = 0; i < data->ops.size(); ++i) {
-    for (int8_t p = 0; p < kNumPredictPhases; ++p) {
-      if (data->ops[i].info.phase == kPredictPhaseNames[p]) data->phase[i] = p;
-    }
-  }
-  data->replica_devices = spec.parallelism.ep * spec.parallelism.tp;
-  PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, BuildScheduleGraph(*data, data->replica_devices));
-  data->replica_graph = std::make_shared<const ScheduleGraph>(std::move(graph));
-
   // Static HBM by the entry parameters' annotated roles: activations and cotangents (x, dy) are
   // inputs; weights are parameters, and the trained ones have gradients (fwd_bwd) and optimizer
   // state. A frozen weight (DeepSeek-V3's score-correction bias, which only steers the expert

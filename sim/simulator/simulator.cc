@@ -1,352 +1,109 @@
-// The model-agnostic step simulator (simulator.h).
+// The model-agnostic step simulator's second stage, Simulate (simulator.h); PrepareModule is
+// in prepare.cc, the routed ops' costs in routed.cc.
 #include "sim/simulator/simulator.h"
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
-#include "sim/comm/hlo_collectives.h"
-#include "sim/cost/module_cost.h"
-#include "sim/cost/op_cost.h"
-#include "sim/cost/op_counts.h"
-#include "sim/cost/trip_count.h"
-#include "sim/interp/interpreter.h"
-#include "sim/ir/verifier.h"
-#include "sim/simulator/computation_time.h"
-#include "sim/simulator/fusion.h"
-#include "sim/simulator/groups.h"
-#include "sim/simulator/routed.h"
-#include "sim/util/checked_math.h"
+#include "sim/simulator/prepared.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
-namespace {
 
-// The op_name of an instruction's metadata ({op_name="jit(f)/dot_general" ...}), "" for none.
-std::string OpNameOf(const Instruction& instruction) {
-  const std::string& m = instruction.attributes().metadata;
-  const size_t at = m.find("op_name=\"");
-  if (at == std::string::npos) return "";
-  std::string out;
-  for (size_t k = at + 9; k < m.size() && m[k] != '"'; ++k) {
-    if (m[k] == '\\' && k + 1 < m.size()) ++k;
-    out += m[k];
-  }
-  return out;
-}
-
-// Whether a computation (and what it calls) holds work whose time is not fully known: a
-// custom-call of an unmodelled target, or a while loop of unknown trip count (one trip is
-// counted).
-class UnknownWork {
- public:
-  bool In(const Computation* computation) {
-    if (computation == nullptr) return false;
-    auto [it, inserted] = memo_.try_emplace(computation, false);
-    if (!inserted) return it->second;
-    bool unknown = false;
-    for (const auto& inner : computation->instructions()) {
-      if (Of(*inner)) {
-        unknown = true;
-        break;
-      }
-    }
-    memo_[computation] = unknown;
-    return unknown;
-  }
-  // The instruction itself, and what it calls.
-  bool Of(const Instruction& instruction) {
-    if (instruction.opcode() == Opcode::kCustomCall && !CustomCallWorkKnown(instruction)) {
-      return true;
-    }
-    if (instruction.opcode() == Opcode::kWhile && !StaticTripCount(instruction).has_value()) {
-      return true;
-    }
-    // Only ops that run other computations as code can hold such work (a reduce's scalar
-    // computation cannot); checked first, as most instructions call nothing.
-    const Opcode op = instruction.opcode();
-    if (op != Opcode::kCall && op != Opcode::kWhile && op != Opcode::kConditional &&
-        op != Opcode::kAsyncStart && op != Opcode::kFusion) {
-      return false;
-    }
-    for (const Computation* called : instruction.called_computations()) {
-      if (In(called)) return true;
-    }
-    return false;
-  }
-
- private:
-  absl::flat_hash_map<const Computation*, bool> memo_;
-};
-
-absl::Status Located(const Instruction& instruction, const absl::Status& status) {
-  const SourceLocation& at = instruction.location();
-  if (at.line <= 0) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(at.line, ":", at.column, ": ", status.message()));
-}
-
-}  // namespace
-
-absl::StatusOr<Topology> TopologyForModule(const Module& module, const Chip& chip,
-                                           absl::string_view mesh) {
-  const int64_t devices = ModuleDeviceCount(module);
-  if (mesh.empty()) return TopologyForDevices(chip, devices);
-  absl::StatusOr<Topology> topology = Topology::Create(chip, mesh);
-  if (!topology.ok()) return Annotate(topology.status(), absl::StrCat("--mesh ", mesh));
-  if (topology->num_devices() < devices) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--mesh ", mesh, ": expected at least the ", devices, " devices module ", module.name(),
-        " names; got ", topology->num_devices(), " devices (", chip.name(), " ", mesh, ")"));
-  }
-  return topology;
-}
-
-namespace {
-
-// One schedule op before costing: an instruction of the entry, or of a call inlined into it.
-struct FlatOp {
-  const Instruction* instruction = nullptr;
-  std::string name;          // "call.3/all-reduce.1" inside call.3
-  bool interior = false;     // fusion.h, in its computation's plan
-  bool inlined_call = false;  // a call whose computation precedes it: costs nothing itself
-  bool fusion_applied = false;  // its computation was loop-fused (PlanFusion applied)
-  std::vector<int64_t> operands;           // schedule ops: operands, then control predecessors
-  std::vector<bool> operand_interior;      // per instruction operand
-};
-
-// Appends the ops of `computation` in text order, each call's computation inlined in front of
-// the call (its parameters read the call's operands, the call reads its root), and returns the
-// root's op. `arguments`: the ops a called computation's parameters stand for (empty for the
-// entry); `after`: ops every op waits for (the call's control predecessors). The nesting is
-// bounded by kMaxCallDepth (checked first).
-int64_t Flatten(const Computation& computation, const std::string& prefix,
-                const std::vector<int64_t>& arguments, const std::vector<int64_t>& after,
-                std::vector<FlatOp>& out, bool* fusion_applied = nullptr) {
-  const auto& instructions = computation.instructions();
-  const FusionPlan plan = PlanFusion(computation);
-  if (fusion_applied != nullptr) *fusion_applied = plan.applied;
-  // Each instruction's op; an operand's op says whether it is interior (the same plan).
-  absl::flat_hash_map<const Instruction*, int64_t> op_of;
-  op_of.reserve(instructions.size());
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction& instruction = *instructions[i];
-    std::vector<int64_t> operands;
-    std::vector<bool> operand_interior;
-    operands.reserve(instruction.operand_count());
-    operand_interior.reserve(instruction.operand_count());
-    for (const Instruction* operand : instruction.operands()) {
-      const int64_t op = op_of.at(operand);
-      operands.push_back(op);
-      operand_interior.push_back(out[op].interior);
-    }
-    for (const Instruction* predecessor : instruction.control_predecessors()) {
-      operands.push_back(op_of.at(predecessor));
-    }
-    operands.insert(operands.end(), after.begin(), after.end());
-    if (instruction.opcode() == Opcode::kParameter && !arguments.empty()) {
-      // A called computation's parameter N is the call's operand N (the verifier checked N).
-      const int64_t p = instruction.attributes().parameter_number.value_or(-1);
-      if (p >= 0 && p < static_cast<int64_t>(arguments.size())) operands.push_back(arguments[p]);
-    }
-    if (instruction.opcode() == Opcode::kCall && instruction.to_apply() != nullptr) {
-      std::vector<int64_t> call_after(operands.begin() + instruction.operand_count(),
-                                      operands.end());
-      std::vector<int64_t> call_arguments(operands.begin(),
-                                          operands.begin() + instruction.operand_count());
-      const int64_t root =
-          Flatten(*instruction.to_apply(), absl::StrCat(prefix, instruction.name(), "/"),
-                  call_arguments, call_after, out);
-      operands = {root};
-      out.push_back(FlatOp{.instruction = &instruction,
-                           .name = absl::StrCat(prefix, instruction.name()),
-                           .inlined_call = true,
-                           .operands = std::move(operands),
-                           .operand_interior = {}});
-    } else {
-      out.push_back(FlatOp{.instruction = &instruction,
-                           .name = absl::StrCat(prefix, instruction.name()),
-                           .interior = plan.applied && plan.interior[i],
-                           .fusion_applied = plan.applied,
-                           .operands = std::move(operands),
-                           .operand_interior = std::move(operand_interior)});
-    }
-    op_of[&instruction] = static_cast<int64_t>(out.size()) - 1;
-  }
-  return op_of.at(computation.root());
-}
-
-}  // namespace
-
-absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
-                                        const Topology& topology,
-                                        const SimulatorOptions& options) {
-  const Computation* entry = module.entry();
-  if (entry == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("module ", module.name(), ": expected an entry computation; got none"));
-  }
+absl::StatusOr<Timeline> Simulate(const PreparedModule& prepared, const SimulationRun& run) {
+  const PreparedModuleData& data = prepared.data();
+  SimulatorCache local_cache;
+  SimulatorCache::Impl& cache = run.cache != nullptr ? run.cache->impl() : local_cache.impl();
+  PERFSIM_ASSIGN_OR_RETURN(std::shared_ptr<const RoutedCosts> costs,
+                           RoutedCostsFor(data, run.routing, cache));
   Timeline t;
-  t.module = module.name();
-  t.routing = options.routing;
-  const bool flat = module.replica_count() * module.num_partitions() == 1;
-  t.num_devices = options.num_devices > 0 ? options.num_devices
-                  : flat                  ? topology.num_devices()
-                                          : ModuleDeviceCount(module);
-  if (t.num_devices > topology.num_devices()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "module ", module.name(), ": expected at most the ", topology.num_devices(),
-        " devices of ", topology.chip_name(), " ", topology.slice_shape(), "; got ",
-        t.num_devices, " devices"));
-  }
-
-  // The liveness pass, the timer's recursion and the inlining follow the call nesting:
-  // bounded first.
-  PERFSIM_RETURN_IF_ERROR(CheckCallDepth(module));
-  std::vector<FlatOp> flat_ops;
-  flat_ops.reserve(entry->instructions().size());
-  Flatten(*entry, "", {}, {}, flat_ops, &t.fused);
-
-  CostMemo memo;
-  const CostOptions cost_options{.mode = CostMode::kTrue,
-                                 .num_devices = t.num_devices,
-                                 .topology = &topology,
-                                 .memo = &memo};
-  UnknownWork unknown_work;
-  ComputationTimer timer(chip, cost_options);
-  RoutedTimer routed_timer(chip, topology, options.routing, t.num_devices);
-  const int64_t n = static_cast<int64_t>(flat_ops.size());
-  ScheduleProblem problem{.num_devices = t.num_devices};
-  problem.ops.resize(n);
-  t.ops.resize(n);
-  ScheduleDurations durations;
-  durations.uniform.assign(n, 0.0);
-  durations.row.assign(n, -1);
-  // Per routed op: its costs per device (RoutedTimer).
-  std::vector<std::optional<RoutedTime>> routed(n);
-  auto add_rate = [&](const std::string& rate) {
-    if (std::find(t.unknown_rates.begin(), t.unknown_rates.end(), rate) == t.unknown_rates.end()) {
-      t.unknown_rates.push_back(rate);
-    }
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    FlatOp& flat_op = flat_ops[i];
-    const Instruction& instruction = *flat_op.instruction;
-    TimelineOp& op = t.ops[i];
-    op.instruction = &instruction;
-    op.name = std::move(flat_op.name);
-    op.opcode = std::string(OpcodeSpelling(instruction.opcode()));
-    op.op_name = OpNameOf(instruction);
-    op.fused = flat_op.interior;
-    ScheduleOp& s = problem.ops[i];
-    s.operands = std::move(flat_op.operands);
-    if (flat_op.inlined_call) {
-      // Its instructions are ops of their own: the call only hands on its root's value.
-      s.stream = Stream::kNone;
-      s.duration = {0.0};
-      continue;
-    }
-    PERFSIM_ASSIGN_OR_RETURN(routed[i], routed_timer.Time(instruction));
-    OpCost fused;
-    bool untimed = false;
-    if (routed[i].has_value() && instruction.opcode() == Opcode::kRaggedAllToAll) {
-      // Timed from the routing's traffic alone: sim/cost's generic time (the operand's rows
-      // spread evenly) would route every flow of every group once more for nothing.
-      fused = OpCost{.seconds = 0.0, .bound = Bound::kCommunication};
-    } else {
-      absl::StatusOr<OpCost> cost = CostInstruction(instruction, chip, cost_options);
-      if (!cost.ok()) return Located(instruction, cost.status());
-      // sim/cost counts a loop's body its trip count times; unknown_work lists it when that
-      // count is unknown, or when what it calls holds work of unknown time.
-      untimed = !cost->seconds.has_value() || unknown_work.Of(instruction);
-      // Calls, loops and conditionals: their computations fused and counted by the same rules.
-      absl::StatusOr<std::optional<double>> composite = timer.CompositeSeconds(instruction);
-      if (!composite.ok()) return Located(instruction, composite.status());
-      if (composite->has_value()) cost->seconds = **composite;
-      fused = flat_op.fusion_applied
-                  ? FusedCost(instruction, *cost, flat_op.interior, flat_op.operand_interior)
-                  : *cost;
-    }
-    op.seconds = fused.seconds.value_or(0);
-    op.bound = fused.bound;
-    op.flops = fused.counts.flops;
-    op.bytes = fused.counts.bytes_accessed;
-    op.lower_bound = untimed || !fused.unknown_rates.empty();
-    if (untimed) t.untimed.push_back(op.name);
-    for (const std::string& rate : fused.unknown_rates) add_rate(rate);
-    const bool communication = IsCollectiveInstruction(instruction) &&
-                               !IsAsyncDone(instruction.opcode()) &&
-                               instruction.opcode() != Opcode::kAsyncUpdate;
-    bool takes_time = op.seconds > 0;
-    if (routed[i].has_value()) {
-      // Per-device durations: a row of the schedule's per-device table.
-      const RoutedTime& r = *routed[i];
-      durations.row[i] = static_cast<int32_t>(durations.per_device.size() / t.num_devices);
-      for (int64_t d = 0; d < t.num_devices; ++d) {
-        const RoutedWork& w = r.work[r.work_of_device[d]];
-        durations.per_device.push_back(w.seconds);
-        takes_time = takes_time || w.seconds > 0;
-      }
-      for (const RoutedWork& w : r.work) {
-        for (const std::string& rate : w.unknown_rates) add_rate(rate);
-        op.lower_bound = op.lower_bound || !w.unknown_rates.empty();
-      }
-    }
-    op.stream = !takes_time      ? Stream::kNone
-                : communication ? Stream::kCommunication
-                                : Stream::kCompute;
-    if (communication) {
-      absl::StatusOr<std::vector<std::vector<int64_t>>> groups =
-          SyncGroups(instruction, t.num_devices);
-      if (!groups.ok()) return Located(instruction, groups.status());
-      op.groups = *std::move(groups);
-    }
-    s.stream = op.stream;
-    if (op.stream == Stream::kCommunication) s.groups = op.groups;
-    durations.uniform[i] = op.seconds;
-  }
-
-  PERFSIM_ASSIGN_OR_RETURN(ScheduleGraph graph, ScheduleGraph::Create(std::move(problem)));
-  PERFSIM_ASSIGN_OR_RETURN(t.schedule,
-                           SimulateSchedule(graph, durations, {.every_class = options.every_class}));
+  t.module = data.module->name();
+  t.num_devices = data.num_devices;
+  t.simulated_devices = costs->num_devices;
+  t.routing = run.routing;
+  t.fused = data.fused;
+  t.untimed = data.untimed;
+  t.unknown_rates = data.unknown_rates;
+  t.parameter_bytes = data.parameter_bytes;
+  t.peak_buffer_bytes = data.peak_buffer_bytes;
+  t.peak_at = data.peak_at;
+  PERFSIM_ASSIGN_OR_RETURN(t.schedule, SimulateSchedule(*costs->graph, costs->durations,
+                                                        {.every_class = run.detail}));
   t.slowest_device = t.schedule.slowest_device;
   const DeviceSchedule& slowest = t.schedule.device(t.slowest_device);
   t.step_seconds = t.schedule.makespan;
   t.compute_busy = slowest.compute_busy;
   t.communication_busy = slowest.communication_busy;
   t.exposed_communication = slowest.exposed_communication;
-  // Routed ops: the slowest device's figures on the op, every device's duration beside them.
-  for (int64_t i = 0; i < n; ++i) {
-    TimelineOp& op = t.ops[i];
-    if (routed[i].has_value()) {
-      ++t.routed_ops;
-      const RoutedTime& r = *routed[i];
-      const RoutedWork& w = r.work[r.work_of_device[t.slowest_device]];
-      op.seconds = w.seconds;
-      op.flops = w.flops;
-      op.bytes = w.bytes;
-      op.bound = w.bound;
-      op.sent_bytes = w.sent_bytes;
-      for (const RoutedWork& any : r.work) {
-        op.max_sent_bytes = std::max(op.max_sent_bytes, any.sent_bytes);
-      }
-      op.device_seconds.reserve(t.num_devices);
-      for (int32_t k : r.work_of_device) op.device_seconds.push_back(r.work[k].seconds);
-    }
-    t.serial_seconds += op.seconds;
-    t.flops += op.flops;
-  }
 
-  for (const Instruction* parameter : entry->parameters()) {
-    t.parameter_bytes = SaturatingAdd(t.parameter_bytes, parameter->shape().ByteSize());
+  // Each op's figures on the slowest device: routed ops from its routed work.
+  const int64_t num_ops = static_cast<int64_t>(data.ops.size());
+  auto routed_time = [&](int64_t i) -> const RoutedTime* {
+    const int32_t k = data.routed_of[i];
+    if (k < 0 || costs->routed[k].work_of_device.empty()) return nullptr;
+    return &costs->routed[k];
+  };
+  for (const RoutedTime& r : costs->routed) {
+    if (r.work_of_device.empty()) continue;
+    ++t.routed_ops;
+    for (const RoutedWork& w : r.work) {
+      for (const std::string& rate : w.unknown_rates) {
+        if (std::find(t.unknown_rates.begin(), t.unknown_rates.end(), rate) ==
+            t.unknown_rates.end()) {
+          t.unknown_rates.push_back(rate);
+        }
+      }
+    }
   }
-  absl::StatusOr<MemoryNeed> memory = ComputeMemoryNeed(module, t.num_devices, /*input_sets=*/1);
-  if (!memory.ok()) return Annotate(memory.status(), "HBM liveness");
-  t.peak_buffer_bytes = memory->device_bytes;
-  t.peak_at = memory->peak_at;
+  if (run.subtotal_of != nullptr) t.subtotals.resize(run.num_subtotals);
+  if (run.detail) t.ops.reserve(num_ops);
+  for (int64_t i = 0; i < num_ops; ++i) {
+    const TimelineOp& op = data.ops[i];
+    const RoutedTime* r = routed_time(i);
+    const RoutedWork* w = r != nullptr ? &r->work[r->work_of_device[t.slowest_device]] : nullptr;
+    const double seconds = w != nullptr ? w->seconds : op.seconds;
+    const double flops = w != nullptr ? w->flops : op.flops;
+    const double bytes = w != nullptr ? w->bytes : op.bytes;
+    bool lower_bound = op.lower_bound;
+    if (r != nullptr) {
+      for (const RoutedWork& any : r->work) lower_bound = lower_bound || !any.unknown_rates.empty();
+    }
+    t.serial_seconds += seconds;
+    t.flops += flops;
+    if (run.subtotal_of != nullptr && (op.stream != Stream::kNone || lower_bound)) {
+      const int32_t s = (*run.subtotal_of)[i];
+      if (s >= 0) {
+        Subtotal& total = t.subtotals[s];
+        total.present = true;
+        total.seconds += slowest.finish[i] - slowest.start[i];
+        total.flops += flops;
+        total.bytes += bytes;
+      }
+    }
+    if (!run.detail) continue;
+    TimelineOp& out = t.ops.emplace_back(op);
+    out.lower_bound = lower_bound;
+    if (w == nullptr) continue;
+    out.seconds = w->seconds;
+    out.flops = w->flops;
+    out.bytes = w->bytes;
+    out.bound = w->bound;
+    out.sent_bytes = w->sent_bytes;
+    for (const RoutedWork& any : r->work) {
+      out.max_sent_bytes = std::max(out.max_sent_bytes, any.sent_bytes);
+    }
+    out.device_seconds.reserve(r->work_of_device.size());
+    for (int32_t k : r->work_of_device) out.device_seconds.push_back(r->work[k].seconds);
+  }
   return t;
+}
+
+absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
+                                        const Topology& topology,
+                                        const SimulatorOptions& options) {
+  PERFSIM_ASSIGN_OR_RETURN(PreparedModule prepared,
+                           PrepareModule(module, chip, topology, options.num_devices));
+  return Simulate(prepared, {.routing = options.routing, .detail = options.every_class});
 }
 
 }  // namespace perfsim

@@ -47,7 +47,15 @@
 //      annotations (any module not lowered by perfsim) the ops keep sim/cost's static time:
 //      a ragged-dot as one dot with up to G - 1 row tiles of waste, a gmm / tgmm with unknown
 //      sizes (every group boundary splitting a tile), a ragged-all-to-all as its operand's
-//      rows spread evenly over its group.
+//      rows spread evenly over its group. When every replica routes alike only the first
+//      data-parallel replica is simulated (routed.h, "Replicas").
+//   7. The incoming cotangent: an entry parameter annotated ROLE_COTANGENT (a backward's dy)
+//      is not available at time 0. In a whole step it arrives after the rest of the network's
+//      forward and the backward of the layers above; for one layer the earliest honest time is
+//      when the layer's forward output is complete. So it waits for the forward's outputs
+//      (cotangent.h): the root's elements (through tuples) annotated PHASE_FORWARD, or, when
+//      the root holds none, every forward-phase instruction no other forward-phase
+//      instruction reads. Forward work the outputs do not need may still overlap the backward.
 // Never a silent 0: an instruction whose time sim/cost cannot give, a custom-call of a target
 // perfsim does not model (its time is then only its HBM traffic), or a call, loop or
 // conditional holding such an op is listed in `untimed` and marked lower_bound.
@@ -55,12 +63,14 @@
 // Errors: InvalidArgument for a module without an entry, calls nested deeper than
 // kMaxCallDepth (sim/ir/verifier.h: the liveness pass recurses), a module of more devices than the
 // topology has, a collective whose groups name devices out of range, an instruction sim/cost
-// refuses, or an annotated routing the routing spec cannot fill (routed.h) (the message names
-// the instruction, with its line:column when the text gave one).
+// refuses, a forward output that reads the cotangent (a cycle), or an annotated routing the
+// routing spec cannot fill (routed.h) (the message names the instruction, with its
+// line:column when the text gave one).
 #ifndef PERFSIM_SIM_SIMULATOR_SIMULATOR_H_
 #define PERFSIM_SIM_SIMULATOR_SIMULATOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -104,23 +114,39 @@ struct TimelineOp {
   bool fused = false;        // interior of a loop fusion (fusion.h): no HBM write, no launch
   bool lower_bound = false;  // untimed work or a chip rate missing: the time is a lower bound
   std::vector<std::vector<int64_t>> groups;  // collectives: the device groups it synchronises
-  // Routed ops: the duration on each device (num_devices entries); empty otherwise.
+  // Routed ops: the duration on each simulated device (Timeline::simulated_devices entries);
+  // empty otherwise.
   std::vector<double> device_seconds;
   // Routed ragged-all-to-alls: bytes sent to other devices (the slowest device's, and the most
   // any device sends).
   double sent_bytes = 0;
   double max_sent_bytes = 0;
 
+  // Device d of the module (the replicas beyond the simulated ones repeat them).
   double SecondsOn(int64_t device) const {
-    return device_seconds.empty() ? seconds : device_seconds[device];
+    return device_seconds.empty()
+               ? seconds
+               : device_seconds[device % static_cast<int64_t>(device_seconds.size())];
   }
+};
+
+// Busy time and work of a set of ops on the slowest device (Timeline::subtotals).
+struct Subtotal {
+  bool present = false;  // some op of the set takes time or is not fully timed
+  double seconds = 0;
+  double flops = 0;
+  double bytes = 0;
 };
 
 struct Timeline {
   std::string module;
   int64_t num_devices = 1;
+  // Devices the schedule simulates: num_devices, or the first data-parallel replica's when
+  // every replica routes alike (routed.h); device d has the timeline of d % simulated_devices.
+  int64_t simulated_devices = 1;
   // The entry's instructions in text order, each inlined call's instructions (by the same
-  // rule) in front of the call.
+  // rule) in front of the call, and a cotangent parameter with what reads it moved after the
+  // forward outputs it waits for (step 7). Empty when Simulate ran without detail.
   std::vector<TimelineOp> ops;
   // Issue order, device classes and each class's start/finish per op (schedule.h).
   Schedule schedule;
@@ -149,6 +175,10 @@ struct Timeline {
   // the module says nothing about its ragged sizes.
   RoutingSpec routing;
   int64_t routed_ops = 0;
+  // Per subtotal the caller asked for (SimulationRun::subtotal_of): the busy time (finish −
+  // start), FLOPs and HBM bytes on the slowest device of its ops that take time or are not
+  // fully timed.
+  std::vector<Subtotal> subtotals;
 };
 
 // The slice for a module: `mesh` when given (Topology::Create), else TopologyForDevices of its
@@ -156,6 +186,82 @@ struct Timeline {
 // devices than the module names.
 absl::StatusOr<Topology> TopologyForModule(const Module& module, const Chip& chip,
                                            absl::string_view mesh);
+
+// SimulateModule in two stages, for callers that simulate one module under many routings
+// (sim/predict, sim/sweep): PrepareModule does everything that does not depend on the
+// routing (flattening, fusion, every op's static cost, groups, the schedule graph, the HBM
+// liveness peak, which ops are routed); Simulate draws the ragged sizes and runs the schedule.
+//
+//   PERFSIM_ASSIGN_OR_RETURN(PreparedModule prepared, PrepareModule(module, chip, topology));
+//   SimulatorCache cache;                                               // optional
+//   PERFSIM_ASSIGN_OR_RETURN(Timeline t, Simulate(prepared, {.routing = r, .cache = &cache}));
+//
+// SimulateModule(m, c, t, o) is Simulate(PrepareModule(m, c, t, o.num_devices), {o.routing,
+// o.every_class}) and gives the same bits; so does every Simulate with any cache or none.
+struct PreparedModuleData;
+class PreparedModule {
+ public:
+  int64_t num_ops() const;
+  // Op i (issue order) with its routing-independent figures: name, opcode, op_name,
+  // instruction, stream, static duration, bound, flops, bytes, groups.
+  const TimelineOp& op(int64_t i) const;
+  int64_t num_devices() const;
+  const PreparedModuleData& data() const { return *data_; }
+
+ private:
+  friend absl::StatusOr<PreparedModule> PrepareModule(const Module& module, const Chip& chip,
+                                                      const Topology& topology,
+                                                      int64_t num_devices);
+  std::shared_ptr<const PreparedModuleData> data_;
+};
+
+// `module`, `chip` and `topology` must outlive the result. num_devices as
+// SimulatorOptions::num_devices. Errors as SimulateModule's, but for those of the routing.
+absl::StatusOr<PreparedModule> PrepareModule(const Module& module, const Chip& chip,
+                                             const Topology& topology, int64_t num_devices = 0);
+
+// What callers simulating many routings keep between Simulate calls: pure functions of their
+// keys, so results are the same bits with any cache, a fresh one or none.
+//   - grouped-matmul costs by (spec, group sizes) and ragged-all-to-all costs by (group, row
+//     bytes, direction, each member's EP rank and routing row): shared by every PreparedModule
+//     of one chip description and slice; a module of another chip or slice empties them;
+//   - per (PreparedModule, routing): every op's routing-dependent durations and costs, so that
+//     a routing seen before costs one schedule simulation (the last 64 are kept).
+// Not thread-safe: one per thread.
+class SimulatorCache {
+ public:
+  SimulatorCache();
+  ~SimulatorCache();
+  SimulatorCache(const SimulatorCache&) = delete;
+  SimulatorCache& operator=(const SimulatorCache&) = delete;
+  struct Stats {
+    int64_t routing_hits = 0, routing_misses = 0;  // (module, routing) memos
+    int64_t grouped_hits = 0, grouped_misses = 0;  // grouped-matmul costs
+    int64_t ragged_hits = 0, ragged_misses = 0;    // ragged all-to-all costs
+  };
+  Stats stats() const;
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SimulationRun {
+  RoutingSpec routing;
+  // Timeline::ops and every class's full timeline. Without detail a Timeline has its totals,
+  // subtotals, HBM and untimed list only, and only the slowest device's class is completed.
+  bool detail = true;
+  // Per op of the PreparedModule: the index of the subtotal it counts in (-1: none), and how
+  // many subtotals there are. Null: no subtotals.
+  const std::vector<int32_t>* subtotal_of = nullptr;
+  int32_t num_subtotals = 0;
+  SimulatorCache* cache = nullptr;  // null: a fresh one per call
+};
+
+// InvalidArgument for a routing the annotated layouts cannot take (a routing file of the wrong
+// width or row count), naming the first instruction that annotates the layout.
+absl::StatusOr<Timeline> Simulate(const PreparedModule& prepared, const SimulationRun& run);
 
 absl::StatusOr<Timeline> SimulateModule(const Module& module, const Chip& chip,
                                         const Topology& topology,
