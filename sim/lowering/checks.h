@@ -15,7 +15,8 @@
 //     buffer holds the worst case any routing sends (known_bugs.md #10), and the group sizes of
 //     every ragged-dot / gmm / tgmm / fused kernel sum to at most the rows it has, both bounded
 //     symbolically from the spec through what the lowering declares the buffer or the groups
-//     count (DeclareReceivedRows, DeclareGroupRows).
+//     count (DeclareReceivedRows, DeclareTruncatedTo, DeclareGroupRows: typed fields of the
+//     instruction's annotation, proto/annotation.proto RaggedBuffer and RaggedSizes).
 // Instructions without recorded names (constants, helper computations) are not name-checked.
 #ifndef PERFSIM_SIM_LOWERING_CHECKS_H_
 #define PERFSIM_SIM_LOWERING_CHECKS_H_
@@ -25,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "proto/annotation.pb.h"
 #include "sim/lowering/lowering.h"
 
 namespace perfsim {
@@ -35,34 +37,37 @@ absl::Status CheckKernelRoles(const LoweredStep& step);
 absl::Status CheckRouterPrecision(const LoweredStep& step);
 absl::Status CheckResiduals(const LoweredStep& step);
 
-// What a ragged-all-to-all's receive buffer holds, declared by the lowering that emits it, so
-// the check can bound the rows any routing sends there from the spec alone:
-//   kExpertRows  the assignments of the n = |replica group| shards' tokens routed to this shard's
-//                E_l = E/n experts. The K picks of a token are distinct experts, so at most
+// What a ragged-all-to-all's receive buffer holds (proto/annotation.proto RaggedBuffer), declared
+// by the lowering that emits it, so the check can bound the rows any routing sends there from
+// the spec alone:
+//   RECEIVED_EXPERT_ROWS  the assignments of the n = |replica group| shards' tokens routed to this
+//                shard's E_l = E/n experts. The K picks of a token are distinct experts, so at most
 //                min(K, E_l) of a token's rows land on one shard; every one of the n·T_l tokens
 //                can send that many: worst = n·T_l·min(K, E_l) (= min(n·T_l·K, T_l·E), MaxText's
 //                T_l·K·min(EP, E/K) exactly). With per-expert alignment A > 1 each sender pads each
 //                of my E_l experts' chunks by up to A − 1 rows: + n·E_l·(A − 1).
-//   kTokenRows   this shard's own T_l·K assignments coming back (the combine; the transposed
-//                dispatch): worst = T_l·K, + E·(A − 1) with alignment (the sender's padded
-//                layout). T_l = spec.tokens_per_device(), K, E from spec.model.
-enum class ReceivedRows { kExpertRows, kTokenRows };
+//   RECEIVED_TOKEN_ROWS   this shard's own T_l·K assignments coming back (the combine; the
+//                transposed dispatch): worst = T_l·K, + E·(A − 1) with alignment (the sender's
+//                padded layout). T_l = spec.tokens_per_device(), K, E from spec.model.
+//
+// Sets the annotation's buffer { received: ... align: A } (align only when A > 1) on
+// `ragged_all_to_all`: the declaration travels with the instruction, printed by `perfsim lower`
+// inside perfsim_annotation and parsed back, and kept by a test that mutates the module.
+void DeclareReceivedRows(Instruction* ragged_all_to_all, RaggedBuffer::Received received,
+                         int64_t align);
 
-// Marks `ragged_all_to_all` with frontend_attributes={perfsim_receive="expert_rows"|"token_rows"
-// [,perfsim_align="A"]}: the declaration travels with the instruction (printed by
-// `perfsim lower`, kept by a test that mutates the module).
-void DeclareReceivedRows(Instruction* ragged_all_to_all, ReceivedRows received, int64_t align);
-
-// Marks a ragged-all-to-all whose send sizes the lowering truncated to `rows` per receiver
-// (ep_ragged_a2a with ragged_buffer_factor > 0: MaxText's _truncate_matrix), or the group sizes
-// of such a buffer: frontend_attributes perfsim_truncated="rows". The checks below then bound
-// the rows by min(worst case, rows): a truncating exchange drops what does not fit instead of
-// overflowing (the drops are the lowering's documented behaviour; validate's numbers show them).
+// Declares that the lowering truncated a ragged-all-to-all's send sizes to `rows` per receiver
+// (ep_ragged_a2a with ragged_buffer_factor > 0: MaxText's _truncate_matrix): the annotation's
+// buffer.truncated_rows; or, on the group sizes of such a buffer (declared by DeclareGroupRows
+// first), ragged.truncated_rows. The checks below then bound the rows by min(worst case, rows):
+// a truncating exchange drops what does not fit instead of overflowing (the drops are the
+// lowering's documented behaviour; validate's numbers show them).
 void DeclareTruncatedTo(Instruction* instruction, int64_t rows);
 
 // FailedPrecondition when a declared ragged-all-to-all's output operand (its receive buffer)
 // has fewer rows than the worst case above, naming the instruction, the buffer and the formula
-// with its numbers. Undeclared ones (user HLO) are not checked.
+// with its numbers, or when its annotation has a buffer without `received`. Undeclared ones
+// (no buffer in the annotation: user HLO) are not checked.
 absl::Status CheckReceiveBuffers(const LoweredStep& step);
 
 // What a group-sizes tensor counts, declared on the instruction that produces it, so the check
@@ -74,9 +79,10 @@ absl::Status CheckReceiveBuffers(const LoweredStep& step);
 //                         exchange): Σ ≤ the kExpertRows worst case above
 enum class GroupRows { kAssignments, kAlignedAssignments, kGatheredAssignments, kReceivedRows };
 
-// Marks the group-sizes producer with frontend_attributes={perfsim_groups="...",
-// [perfsim_align="A"]}, and its annotation with what it holds (RaggedSizes: the device's or
-// the EP group's rows, E_l received groups at r·E_l, gathered groups rolled by r·roll, align).
+// Marks the group-sizes producer with frontend_attributes={perfsim_groups="..."}, and its
+// annotation with what it holds (RaggedSizes: the device's or the EP group's rows, E_l received
+// groups at r·E_l, gathered groups rolled by r·roll, and the alignment A when A > 1, which the
+// check reads back as ragged.align).
 void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
                       int64_t roll_per_ep_rank = 0);
 

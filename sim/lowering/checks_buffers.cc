@@ -4,24 +4,25 @@
 #include <optional>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sim/ir/custom_call_targets.h"
 #include "sim/lowering/annotations.h"
 #include "sim/lowering/checks.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
 
-constexpr absl::string_view kReceiveKey = "perfsim_receive";
 constexpr absl::string_view kGroupsKey = "perfsim_groups";
-constexpr absl::string_view kAlignKey = "perfsim_align";
-constexpr absl::string_view kTruncatedKey = "perfsim_truncated";
 
-absl::string_view ReceivedRowsName(ReceivedRows received) {
+// The declaration's name in messages ("expert_rows: n·T_l·min(K, E_l) = ...").
+absl::string_view ReceivedName(RaggedBuffer::Received received) {
   switch (received) {
-    case ReceivedRows::kExpertRows: return "expert_rows";
-    case ReceivedRows::kTokenRows: return "token_rows";
+    case RaggedBuffer::RECEIVED_EXPERT_ROWS: return "expert_rows";
+    case RaggedBuffer::RECEIVED_TOKEN_ROWS: return "token_rows";
+    case RaggedBuffer::RECEIVED_UNSPECIFIED:
+    case RaggedBuffer_Received_RaggedBuffer_Received_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case RaggedBuffer_Received_RaggedBuffer_Received_INT_MAX_SENTINEL_DO_NOT_USE_: break;
   }
   return "?";
 }
@@ -60,20 +61,24 @@ WorstCase ExpertRowsWorstCase(const StepSpec& spec, int64_t group, int64_t align
   return w;
 }
 
-WorstCase WorstReceivedRows(const StepSpec& spec, ReceivedRows received, int64_t group,
-                            int64_t align) {
+// The worst case of a declared receive buffer; nullopt when `received` is unspecified.
+std::optional<WorstCase> WorstReceivedRows(const StepSpec& spec, RaggedBuffer::Received received,
+                                           int64_t group, int64_t align) {
   const int64_t t = spec.tokens_per_device(), k = spec.model.experts_per_token(),
                 e = spec.model.num_experts();
   const int64_t pad = align > 1 ? align - 1 : 0;
   switch (received) {
-    case ReceivedRows::kExpertRows: return ExpertRowsWorstCase(spec, group, align);
-    case ReceivedRows::kTokenRows: {
+    case RaggedBuffer::RECEIVED_EXPERT_ROWS: return ExpertRowsWorstCase(spec, group, align);
+    case RaggedBuffer::RECEIVED_TOKEN_ROWS: {
       WorstCase w{.rows = t * k + e * pad, .formula = absl::StrCat("T_l·K = ", t, "·", k)};
       if (pad > 0) absl::StrAppend(&w.formula, " + E·(A−1) = ", e, "·", pad);
       return w;
     }
+    case RaggedBuffer::RECEIVED_UNSPECIFIED:
+    case RaggedBuffer_Received_RaggedBuffer_Received_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case RaggedBuffer_Received_RaggedBuffer_Received_INT_MAX_SENTINEL_DO_NOT_USE_: break;
   }
-  return {};
+  return std::nullopt;
 }
 
 WorstCase WorstGroupSum(const StepSpec& spec, GroupRows rows, int64_t align) {
@@ -95,28 +100,9 @@ WorstCase WorstGroupSum(const StepSpec& spec, GroupRows rows, int64_t align) {
   return {};
 }
 
-// The integer value of perfsim_align in `text` (0 when absent).
-absl::StatusOr<int64_t> AlignOf(const Instruction& instruction, absl::string_view text) {
-  const std::string align_text = FrontendAttribute(text, kAlignKey);
-  int64_t align = 0;
-  if (!align_text.empty() && !absl::SimpleAtoi(align_text, &align)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        instruction.name(), ": expected an integer ", kAlignKey, "; got \"", align_text, "\""));
-  }
-  return align;
-}
-
-// The worst case capped by a declared truncation (DeclareTruncatedTo), if any.
-absl::StatusOr<WorstCase> Truncated(const Instruction& instruction, absl::string_view text,
-                                    WorstCase worst) {
-  const std::string value = FrontendAttribute(text, kTruncatedKey);
-  if (value.empty()) return worst;
-  int64_t rows = 0;
-  if (!absl::SimpleAtoi(value, &rows) || rows < 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        instruction.name(), ": expected a row count ", kTruncatedKey, "; got \"", value, "\""));
-  }
-  if (rows < worst.rows) {
+// The worst case capped by a declared truncation (DeclareTruncatedTo: truncated_rows > 0).
+WorstCase Truncated(WorstCase worst, int64_t rows) {
+  if (rows > 0 && rows < worst.rows) {
     worst.formula = absl::StrCat(worst.formula, " = ", worst.rows, ", truncated to ", rows,
                                  " (ragged_buffer_factor: the excess is dropped)");
     worst.rows = rows;
@@ -150,20 +136,33 @@ std::optional<std::pair<const Instruction*, int64_t>> GroupedOperands(const Inst
 
 }  // namespace
 
-void DeclareReceivedRows(Instruction* ragged_all_to_all, ReceivedRows received, int64_t align) {
-  SetFrontendAttribute(ragged_all_to_all, kReceiveKey, ReceivedRowsName(received));
-  if (align > 1) SetFrontendAttribute(ragged_all_to_all, kAlignKey, absl::StrCat(align));
+void DeclareReceivedRows(Instruction* ragged_all_to_all, RaggedBuffer::Received received,
+                         int64_t align) {
+  PERFSIM_CHECK(ragged_all_to_all->opcode() == Opcode::kRaggedAllToAll)
+      << ragged_all_to_all->name() << ": only a ragged-all-to-all has a receive buffer";
+  UpdateAnnotation(ragged_all_to_all, [&](Annotation& a) {
+    RaggedBuffer& buffer = *a.mutable_buffer();
+    buffer.set_received(received);
+    if (align > 1) buffer.set_align(align);
+  });
 }
 
 void DeclareTruncatedTo(Instruction* instruction, int64_t rows) {
-  SetFrontendAttribute(instruction, kTruncatedKey, absl::StrCat(rows));
+  if (instruction->opcode() == Opcode::kRaggedAllToAll) {
+    UpdateAnnotation(instruction,
+                     [&](Annotation& a) { a.mutable_buffer()->set_truncated_rows(rows); });
+    return;
+  }
+  PERFSIM_CHECK(instruction->annotation() != nullptr && instruction->annotation()->has_ragged())
+      << instruction->name() << ": DeclareGroupRows before DeclareTruncatedTo";
+  UpdateAnnotation(instruction,
+                   [&](Annotation& a) { a.mutable_ragged()->set_truncated_rows(rows); });
 }
 
 void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
                       int64_t roll_per_ep_rank) {
   SetFrontendAttribute(group_sizes, kGroupsKey, GroupRowsName(rows));
-  if (align > 1) SetFrontendAttribute(group_sizes, kAlignKey, absl::StrCat(align));
-  // What the sizes hold, for predict (proto/annotation.proto RaggedSizes).
+  // What the sizes hold, for predict and CheckGroupSums (proto/annotation.proto RaggedSizes).
   const int64_t count = Rows(*group_sizes, 0);
   UpdateAnnotation(group_sizes, [&](Annotation& a) {
     RaggedSizes& r = *a.mutable_ragged();
@@ -189,33 +188,29 @@ absl::Status CheckReceiveBuffers(const LoweredStep& step) {
   for (const auto& computation : step.module->computations()) {
     for (const auto& instruction : computation->instructions()) {
       if (instruction->opcode() != Opcode::kRaggedAllToAll) continue;
-      const std::string& attributes = instruction->attributes().frontend_attributes;
-      const std::string role = FrontendAttribute(attributes, kReceiveKey);
-      if (role.empty()) continue;
-      ReceivedRows received = ReceivedRows::kExpertRows;
-      if (role == ReceivedRowsName(ReceivedRows::kExpertRows)) {
-        received = ReceivedRows::kExpertRows;
-      } else if (role == ReceivedRowsName(ReceivedRows::kTokenRows)) {
-        received = ReceivedRows::kTokenRows;
-      } else {
-        return absl::FailedPreconditionError(
-            absl::StrCat(instruction->name(), ": expected ", kReceiveKey,
-                         " \"expert_rows\" or \"token_rows\"; got \"", role, "\""));
-      }
-      absl::StatusOr<int64_t> align = AlignOf(*instruction, attributes);
-      if (!align.ok()) return align.status();
+      const Annotation* annotation = instruction->annotation();
+      if (annotation == nullptr || !annotation->has_buffer()) continue;
+      const RaggedBuffer& declared = annotation->buffer();
       const int64_t group = ReplicaGroupSize(*instruction, step.spec.num_devices());
-      absl::StatusOr<WorstCase> worst = Truncated(
-          *instruction, attributes, WorstReceivedRows(step.spec, received, group, *align));
-      if (!worst.ok()) return worst.status();
+      std::optional<WorstCase> worst =
+          WorstReceivedRows(step.spec, declared.received(), group, declared.align());
+      if (!worst.has_value()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(instruction->name(),
+                         ": expected its annotation's buffer to declare what it receives "
+                         "(RECEIVED_EXPERT_ROWS or RECEIVED_TOKEN_ROWS); got \"buffer { ",
+                         declared.ShortDebugString(), " }\""));
+      }
+      worst = Truncated(*std::move(worst), declared.truncated_rows());
       const Instruction& buffer = *instruction->operand(1);
       const int64_t rows = Rows(buffer, 0);
       if (rows < worst->rows) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            instruction->name(), ": expected its receive buffer ", buffer.name(), " ",
-            buffer.shape().ToString(false), " to hold the ", worst->rows,
-            " rows the worst routing sends it (", role, ": ", worst->formula, "); got ", rows,
-            " rows (known_bugs.md #10: an undersized receive buffer)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(instruction->name(), ": expected its receive buffer ", buffer.name(), " ",
+                         buffer.shape().ToString(false), " to hold the ", worst->rows,
+                         " rows the worst routing sends it (", ReceivedName(declared.received()),
+                         ": ", worst->formula, "); got ", rows,
+                         " rows (known_bugs.md #10: an undersized receive buffer)"));
       }
     }
   }
@@ -243,18 +238,18 @@ absl::Status CheckGroupSums(const LoweredStep& step) {
             "their sum can be bounded by the rows; got ",
             kind.empty() ? "no declaration" : absl::StrCat("\"", kind, "\"")));
       }
-      absl::StatusOr<int64_t> align = AlignOf(*sizes, attributes);
-      if (!align.ok()) return align.status();
-      absl::StatusOr<WorstCase> worst =
-          Truncated(*sizes, attributes, WorstGroupSum(step.spec, *declared, *align));
-      if (!worst.ok()) return worst.status();
-      if (worst->rows > rows) {
+      // DeclareGroupRows annotates what it declares; user HLO with a hand-written perfsim_groups
+      // may carry no annotation (then: no alignment, no truncation).
+      const RaggedSizes& ragged = sizes->annotation() != nullptr ? sizes->annotation()->ragged()
+                                                                 : RaggedSizes::default_instance();
+      const WorstCase worst =
+          Truncated(WorstGroupSum(step.spec, *declared, ragged.align()), ragged.truncated_rows());
+      if (worst.rows > rows) {
         return absl::FailedPreconditionError(absl::StrCat(
-            instruction->name(), ": expected its group sizes ", sizes->name(), " to sum to at most ",
-            "the ", rows, " rows of ", instruction->operand(0)->name(), " ",
-            instruction->operand(0)->shape().ToString(false), "; got a worst case of ",
-            worst->rows, " (", kind, ": ", worst->formula,
-            "): rows past the buffer would be read or written"));
+            instruction->name(), ": expected its group sizes ", sizes->name(),
+            " to sum to at most ", "the ", rows, " rows of ", instruction->operand(0)->name(), " ",
+            instruction->operand(0)->shape().ToString(false), "; got a worst case of ", worst.rows,
+            " (", kind, ": ", worst.formula, "): rows past the buffer would be read or written"));
       }
     }
   }

@@ -162,7 +162,8 @@ RaggedA2aParams CombineParams(NamedBuilder& nb, const Tensor& traffic, const Ten
 }
 
 RaggedExchange ExchangeRows(StepState& s, const Tensor& operand, const Tensor& output,
-                            const RaggedA2aParams& params, ReceivedRows received, int64_t align) {
+                            const RaggedA2aParams& params, RaggedBuffer::Received received,
+                            int64_t align) {
   RaggedExchange x{.operand = operand, .params = params};
   x.result = RaggedAllToAll(s, operand, output, params.input_offsets, params.send_sizes,
                             params.output_offsets, params.recv_sizes, {MeshAxis::kEp});
@@ -171,7 +172,7 @@ RaggedExchange ExchangeRows(StepState& s, const Tensor& operand, const Tensor& o
 }
 
 Tensor ExchangeRowsTranspose(StepState& s, const RaggedExchange& forward, const Tensor& cotangent,
-                             ReceivedRows received, int64_t align) {
+                             RaggedBuffer::Received received, int64_t align) {
   NamedBuilder& nb = s.nb;
   const Tensor& operand = forward.operand;
   Tensor zeros = nb.Full(cotangent.type(), operand.dims, operand.shape().dimensions(), 0);

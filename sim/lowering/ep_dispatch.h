@@ -6,7 +6,8 @@
 //   Tensor shard = MeshIndex(s, MeshAxis::kEp);                      // s32[], my ep index
 //   Tensor traffic = TrafficMatrix(s, group_sizes);                  // XP s32 [EP, EP]
 //   RaggedExchange d = ExchangeRows(s, rows, EmptyBuffer(nb, f32, "MD", {R, D}),
-//                                   DispatchParams(nb, traffic, shard), ReceivedRows::kExpertRows);
+//                                   DispatchParams(nb, traffic, shard),
+//                                   RaggedBuffer::RECEIVED_EXPERT_ROWS);
 //   Tensor back = ExchangeRowsTranspose(s, d, d_received);           // the backward
 //
 // Names: P indexes the peers of an exchange (offsets and sizes are "P"); the traffic matrix is
@@ -31,6 +32,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "proto/annotation.pb.h"
 #include "sim/lowering/checks.h"
 #include "sim/lowering/lowering.h"
 
@@ -93,7 +95,7 @@ struct RaggedExchange {
 // (checks.h, CheckReceiveBuffers) what the receive buffer holds; `align` is the per-expert row
 // alignment of aligned backends (0: none).
 RaggedExchange ExchangeRows(StepState& s, const Tensor& operand, const Tensor& output,
-                            const RaggedA2aParams& params, ReceivedRows received,
+                            const RaggedA2aParams& params, RaggedBuffer::Received received,
                             int64_t align = 0);
 
 // JAX's transpose of ExchangeRows for the cotangent of its result:
@@ -103,7 +105,7 @@ RaggedExchange ExchangeRows(StepState& s, const Tensor& operand, const Tensor& o
 // me, and where mine came from on it). Rows of the result no peer writes are zero. `received`
 // declares what the operand-shaped result holds.
 Tensor ExchangeRowsTranspose(StepState& s, const RaggedExchange& forward, const Tensor& cotangent,
-                             ReceivedRows received, int64_t align = 0);
+                             RaggedBuffer::Received received, int64_t align = 0);
 
 // StepState::saved keeps tensors by name; an exchange is four params plus two tensors.
 void SaveExchange(StepState& s, absl::string_view key, const RaggedExchange& exchange);

@@ -177,7 +177,7 @@ class EpRaggedA2a final : public MoeBackend {
         ExchangeRows(s, s.saved["ep.rows"], EmptyBuffer(nb, s.x.type(), "MD", {rows, d}),
                      truncate > 0 ? DispatchParams(nb, traffic, truncated, shard)
                                   : DispatchParams(nb, traffic, shard),
-                     ReceivedRows::kExpertRows);
+                     RaggedBuffer::RECEIVED_EXPERT_ROWS);
     Tensor global_sizes = AllGather(s, nb.Reshape(gs, "XE", {1, e}), 'X', {MeshAxis::kEp});
     LocalPermutation local = LocalPermute(nb, global_sizes, shard, e / ep, rows, truncate);
     DeclareGroupRows(local.group_sizes.op, GroupRows::kReceivedRows, 0);
@@ -221,7 +221,7 @@ class EpRaggedA2a final : public MoeBackend {
         s, y_recv, buffer,
         truncated ? CombineParams(nb, s.saved["ep.traffic"], s.saved["ep.truncated"], shard)
                   : CombineParams(nb, s.saved["ep.traffic"], shard),
-        ReceivedRows::kTokenRows);
+        RaggedBuffer::RECEIVED_TOKEN_ROWS);
     SaveExchange(s, kCombine, combine);
     Tensor r = Unpermute(nb, combine.result, LoadPermutation(s), t, k);
     s.saved["ep.r"] = r;
@@ -244,8 +244,8 @@ class EpRaggedA2a final : public MoeBackend {
     auto [dr, dw] = WeightedCombineGrad(nb, r, s.router.weights, dy);
     s.d_weights = AllReduce(s, dw, {MeshAxis::kTp});
     Tensor d_back = UnpermuteGrad(nb, dr, LoadPermutation(s));
-    Tensor d_y_recv =
-        ExchangeRowsTranspose(s, LoadExchange(s, kCombine), d_back, ReceivedRows::kExpertRows);
+    Tensor d_y_recv = ExchangeRowsTranspose(s, LoadExchange(s, kCombine), d_back,
+                                            RaggedBuffer::RECEIVED_EXPERT_ROWS);
     if (const int64_t truncate = Truncation(s.spec); truncate > 0) {
       DeclareTruncatedTo(d_y_recv.op, truncate);
     }
@@ -271,8 +271,8 @@ class EpRaggedA2a final : public MoeBackend {
   void DispatchBwd(StepState& s) const override {
     NamedBuilder& nb = s.nb;
     Tensor d_x_recv = nb.GatherRows(s.saved["ep.d_x_local"], s.saved["ep.local_inverse"]);
-    s.saved["ep.d_rows"] =
-        ExchangeRowsTranspose(s, LoadExchange(s, kDispatch), d_x_recv, ReceivedRows::kTokenRows);
+    s.saved["ep.d_rows"] = ExchangeRowsTranspose(s, LoadExchange(s, kDispatch), d_x_recv,
+                                                 RaggedBuffer::RECEIVED_TOKEN_ROWS);
   }
 
   void PermuteBwd(StepState& s) const override {

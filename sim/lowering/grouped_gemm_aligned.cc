@@ -162,7 +162,7 @@ class GroupedGemmAligned final : public MoeBackend {
     Tensor traffic = TrafficMatrix(s, gs);
     RaggedExchange dispatch = ExchangeRows(
         s, s.saved["gga.rows"], nb.Full(s.x.type(), "MD", {rows, d}, 0),
-        DispatchParams(nb, traffic, shard), ReceivedRows::kExpertRows, AlignOf(s.spec));
+        DispatchParams(nb, traffic, shard), RaggedBuffer::RECEIVED_EXPERT_ROWS, AlignOf(s.spec));
     Tensor global_sizes = AllGather(s, nb.Reshape(gs, "XE", {1, e}), 'X', {MeshAxis::kEp});
     LocalPermutation local = LocalPermute(nb, global_sizes, shard, e / ep, rows);
     DeclareGroupRows(local.group_sizes.op, GroupRows::kReceivedRows, AlignOf(s.spec));
@@ -200,7 +200,7 @@ class GroupedGemmAligned final : public MoeBackend {
       RaggedExchange combine = ExchangeRows(
           s, y_recv, nb.Full(y_recv.type(), "MD", {PreExchangeRows(s.spec), y_recv.size('D')}, 0),
           CombineParams(nb, s.saved["gga.traffic"], MeshIndex(s, MeshAxis::kEp)),
-          ReceivedRows::kTokenRows, AlignOf(s.spec));
+          RaggedBuffer::RECEIVED_TOKEN_ROWS, AlignOf(s.spec));
       SaveExchange(s, kCombine, combine);
       out = combine.result;
     }
@@ -216,7 +216,7 @@ class GroupedGemmAligned final : public MoeBackend {
     Tensor d_out = UnpermuteAlignedGrad(nb, dr, LoadPermutation(s));
     if (s.spec.parallelism.ep > 1) {
       Tensor d_y_recv = ExchangeRowsTranspose(s, LoadExchange(s, kCombine), d_out,
-                                              ReceivedRows::kExpertRows, AlignOf(s.spec));
+                                              RaggedBuffer::RECEIVED_EXPERT_ROWS, AlignOf(s.spec));
       d_out = nb.GatherRows(d_y_recv, s.saved["gga.local_sort"]);
     }
     s.saved["gga.d_out"] = d_out;
@@ -245,7 +245,7 @@ class GroupedGemmAligned final : public MoeBackend {
     if (s.spec.parallelism.ep > 1) {
       Tensor d_x_recv = nb.GatherRows(d_rows, s.saved["gga.local_inverse"]);
       d_rows = ExchangeRowsTranspose(s, LoadExchange(s, kDispatch), d_x_recv,
-                                     ReceivedRows::kTokenRows, AlignOf(s.spec));
+                                     RaggedBuffer::RECEIVED_TOKEN_ROWS, AlignOf(s.spec));
     }
     s.saved["gga.d_rows"] = d_rows;
   }

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "proto/annotation.pb.h"
 #include "sim/fit/module_fit.h"
 #include "sim/interp/interpreter.h"
 #include "sim/lowering/checks.h"
@@ -329,15 +329,20 @@ absl::StatusOr<std::vector<Literal>> RunUnsharded(const LoweredStep& step,
 
 namespace {
 
-// Whether `module` has a ragged-all-to-all whose receive buffer the lowering declared
-// (checks.h): the modules the adversarial routing exercises.
+// The receive buffer the lowering declared on a ragged-all-to-all (checks.h
+// DeclareReceivedRows: the annotation's RaggedBuffer); null for other instructions and for
+// undeclared exchanges.
+const RaggedBuffer* DeclaredBuffer(const Instruction& instruction) {
+  if (instruction.opcode() != Opcode::kRaggedAllToAll) return nullptr;
+  const Annotation* annotation = instruction.annotation();
+  return annotation != nullptr && annotation->has_buffer() ? &annotation->buffer() : nullptr;
+}
+
+// Whether `module` has a ragged-all-to-all whose receive buffer the lowering declared: the
+// modules the adversarial routing exercises.
 bool HasDeclaredExchange(const Module& module) {
   for (const auto& instruction : module.entry()->instructions()) {
-    if (instruction->opcode() == Opcode::kRaggedAllToAll &&
-        !FrontendAttribute(instruction->attributes().frontend_attributes, "perfsim_receive")
-             .empty()) {
-      return true;
-    }
+    if (DeclaredBuffer(*instruction) != nullptr) return true;
   }
   return false;
 }
@@ -346,13 +351,8 @@ bool HasDeclaredExchange(const Module& module) {
 // DeclareTruncatedTo), 0 when none does.
 int64_t TruncatedReceiveRows(const Module& module) {
   for (const auto& instruction : module.entry()->instructions()) {
-    if (instruction->opcode() != Opcode::kRaggedAllToAll) continue;
-    int64_t rows = 0;
-    if (absl::SimpleAtoi(
-            FrontendAttribute(instruction->attributes().frontend_attributes, "perfsim_truncated"),
-            &rows)) {
-      return rows;
-    }
+    const RaggedBuffer* buffer = DeclaredBuffer(*instruction);
+    if (buffer != nullptr && buffer->truncated_rows() > 0) return buffer->truncated_rows();
   }
   return 0;
 }

@@ -94,7 +94,8 @@ TEST(LowerCliTest, BadInputIsExitTwoWithTheReason) {
   r = RunCli(NanoLowerArgs(
       {"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--ragged-buffer-factor", "1.5"}));
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("perfsim_truncated=\"96\""));  // int(32·2·1.5)
+  // int(32·2·1.5) = 96 rows: the dispatch's receive buffer declares its truncation.
+  EXPECT_THAT(r.out, HasSubstr("buffer { received: RECEIVED_EXPERT_ROWS truncated_rows: 96 }"));
   r = RunCli(NanoLowerArgs(
       {"--backend", "ep_ragged_a2a", "--parallelism", "ep=2", "--ragged-buffer-factor", "nan"}));
   EXPECT_EQ(r.code, 2);

@@ -48,6 +48,30 @@ bool IsKernel(const Instruction& i) {
          (target == kGmmTarget || target == kTgmmTarget || target == kFusedFfnTarget);
 }
 
+// Prints `module`, parses it back and compares the annotations op by op; printing again gives
+// the same text.
+void ExpectRoundTripsThroughText(const Module& module, const std::string& label) {
+  const std::string text = PrintModule(module);
+  absl::StatusOr<std::unique_ptr<Module>> parsed = ParseHloModule(text, label);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::map<std::string, const Instruction*> by_name;
+  for (const auto& i : (*parsed)->entry()->instructions()) by_name[i->name()] = i.get();
+  for (const auto& i : module.entry()->instructions()) {
+    auto it = by_name.find(i->name());
+    ASSERT_NE(it, by_name.end()) << i->name();
+    const Instruction& back = *it->second;
+    ASSERT_EQ(back.annotation() == nullptr, i->annotation() == nullptr) << i->name();
+    if (i->annotation() == nullptr) continue;
+    EXPECT_TRUE(
+        google::protobuf::util::MessageDifferencer::Equals(*back.annotation(), *i->annotation()))
+        << i->name() << ": " << back.annotation()->ShortDebugString() << " vs "
+        << i->annotation()->ShortDebugString();
+    EXPECT_EQ(back.attributes().frontend_attributes, i->attributes().frontend_attributes)
+        << i->name();
+  }
+  EXPECT_EQ(PrintModule(**parsed), text);
+}
+
 // Lowers `spec` on `devices` with the backend's default parallelism.
 absl::StatusOr<LoweredStep> Lower(const MoeBackend& backend, StepSpec spec, int64_t devices) {
   spec.parallelism = backend.DefaultParallelism(devices, spec);
@@ -55,7 +79,7 @@ absl::StatusOr<LoweredStep> Lower(const MoeBackend& backend, StepSpec spec, int6
 }
 
 TEST(LoweringAnnotations, EveryBackendAnnotatesAndRoundTripsThroughText) {
-  int kernels = 0, ragged = 0;
+  int kernels = 0, ragged = 0, exchanges = 0;
   for (const MoeBackend* backend : Backends()) {
     for (Phase phase : {Phase::kForward, Phase::kForwardBackward}) {
       for (int64_t devices : {1, 4}) {
@@ -94,33 +118,74 @@ TEST(LoweringAnnotations, EveryBackendAnnotatesAndRoundTripsThroughText) {
             EXPECT_NE(r.rows(), RaggedSizes::ROWS_UNSPECIFIED) << sizes->name();
             EXPECT_EQ(r.group_count(), sizes->shape().dimensions(0)) << sizes->name();
           }
+          // Every exchange declares what its receive buffer holds (checks.h).
+          if (i->opcode() == Opcode::kRaggedAllToAll) {
+            ++exchanges;
+            EXPECT_NE(i->annotation()->buffer().received(), RaggedBuffer::RECEIVED_UNSPECIFIED)
+                << i->name();
+          }
         }
 
-        // Print, parse, compare annotations op by op; printing again gives the same text.
-        const std::string text = PrintModule(*step->module);
-        absl::StatusOr<std::unique_ptr<Module>> parsed = ParseHloModule(text, label);
-        ASSERT_TRUE(parsed.ok()) << parsed.status();
-        std::map<std::string, const Instruction*> by_name;
-        for (const auto& i : (*parsed)->entry()->instructions()) by_name[i->name()] = i.get();
-        for (const auto& i : entry.instructions()) {
-          auto it = by_name.find(i->name());
-          ASSERT_NE(it, by_name.end()) << i->name();
-          const Instruction& back = *it->second;
-          ASSERT_EQ(back.annotation() == nullptr, i->annotation() == nullptr) << i->name();
-          if (i->annotation() == nullptr) continue;
-          EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*back.annotation(),
-                                                                         *i->annotation()))
-              << i->name() << ": " << back.annotation()->ShortDebugString() << " vs "
-              << i->annotation()->ShortDebugString();
-          EXPECT_EQ(back.attributes().frontend_attributes, i->attributes().frontend_attributes)
-              << i->name();
-        }
-        EXPECT_EQ(PrintModule(**parsed), text);
+        ExpectRoundTripsThroughText(*step->module, label);
       }
     }
   }
   EXPECT_GT(kernels, 0);
   EXPECT_GT(ragged, 0);
+  EXPECT_GT(exchanges, 0);
+}
+
+TEST(LoweringAnnotations, ReceiveBuffersDeclareAlignmentAndTruncationAndRoundTrip) {
+  // grouped_gemm_aligned on 4 devices (ep = 4) with --align-size 8 pads each expert's rows to a
+  // multiple of 8: its exchanges and its received group sizes declare A = 8. ep_ragged_a2a on
+  // ep = 2 with ragged_buffer_factor 1.5 truncates to int(T_l·K·1.5) = int(32·2·1.5) = 96 rows:
+  // the dispatch, the combine's transpose and the received group sizes declare it.
+  struct Case {
+    std::string backend;
+    int64_t devices;
+    int64_t align_size;
+    double factor;
+    std::string dispatch;        // the dispatch's buffer, in text format
+    std::string combine;         // the combine's buffer
+    RaggedSizes expected_sizes;  // align and truncated_rows of the received group sizes
+  };
+  RaggedSizes aligned, truncated;
+  aligned.set_align(8);
+  truncated.set_truncated_rows(96);
+  for (const Case& c :
+       {Case{"grouped_gemm_aligned", 4, 8, 0, "received: RECEIVED_EXPERT_ROWS align: 8",
+             "received: RECEIVED_TOKEN_ROWS align: 8", aligned},
+        Case{"ep_ragged_a2a", 2, 0, 1.5, "received: RECEIVED_EXPERT_ROWS truncated_rows: 96",
+             "received: RECEIVED_TOKEN_ROWS", truncated}}) {
+    SCOPED_TRACE(c.backend);
+    StepSpec spec = TestStepSpec("nano", c.backend, Phase::kForwardBackward);
+    spec.knobs.align_size = c.align_size;
+    if (c.factor > 0) spec.knobs.ragged_buffer_factor = c.factor;
+    absl::StatusOr<LoweredStep> step = Lower(**FindBackend(c.backend), spec, c.devices);
+    ASSERT_TRUE(step.ok()) << step.status();
+    int exchanges = 0, received_sizes = 0;
+    for (const auto& i : step->module->entry()->instructions()) {
+      const Annotation* a = i->annotation();
+      if (a == nullptr) continue;
+      if (i->opcode() == Opcode::kRaggedAllToAll) {
+        ++exchanges;
+        // The transposes receive what the other direction's forward receives: combine_bwd the
+        // dispatch's expert rows, dispatch_bwd the combine's token rows.
+        const std::string stage = StageNameOf(*i);
+        const std::string& want =
+            stage == "dispatch" || stage == "combine_bwd" ? c.dispatch : c.combine;
+        EXPECT_EQ(a->buffer().ShortDebugString(), want) << i->name() << " (" << stage << ")";
+      }
+      if (a->ragged().rows() == RaggedSizes::ROWS_EP_GROUP) {
+        ++received_sizes;
+        EXPECT_EQ(a->ragged().align(), c.expected_sizes.align()) << i->name();
+        EXPECT_EQ(a->ragged().truncated_rows(), c.expected_sizes.truncated_rows()) << i->name();
+      }
+    }
+    EXPECT_EQ(exchanges, 4);  // dispatch, combine, and their transposes
+    EXPECT_GT(received_sizes, 0);
+    ExpectRoundTripsThroughText(*step->module, c.backend);
+  }
 }
 
 TEST(LoweringAnnotations, RaggedDotsNameTheirProjectionEvenWithSquareExperts) {

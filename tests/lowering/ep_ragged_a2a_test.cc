@@ -19,6 +19,8 @@
 #include "sim/interp/interpreter.h"
 #include "sim/interp/npy.h"
 #include "sim/ir/custom_call_targets.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/ir/hlo_printer.h"
 #include "sim/lowering/checks.h"
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
@@ -89,12 +91,19 @@ std::vector<const Instruction*> Find(const Module& module, Opcode opcode, absl::
   return found;
 }
 
-// The receive buffer (output operand) of each ragged-all-to-all of `stage`, and what it declares.
+// The receive buffer (output operand) of each ragged-all-to-all of `stage`, and what it declares
+// (its annotation's RaggedBuffer in text format, "" when it has none).
 struct Buffer {
   std::vector<int64_t> dims;
   std::string target;
   std::string declared;
 };
+
+std::string DeclaredBuffer(const Instruction& a2a) {
+  const Annotation* annotation = a2a.annotation();
+  if (annotation == nullptr || !annotation->has_buffer()) return "";
+  return annotation->buffer().ShortDebugString();
+}
 
 std::vector<Buffer> ReceiveBuffers(const Module& module, absl::string_view stage) {
   std::vector<Buffer> buffers;
@@ -104,7 +113,7 @@ std::vector<Buffer> ReceiveBuffers(const Module& module, absl::string_view stage
                        out->opcode() == Opcode::kCustomCall
                            ? out->attributes().custom_call_target
                            : std::string(OpcodeSpelling(out->opcode())),
-                       a2a->attributes().frontend_attributes});
+                       DeclaredBuffer(*a2a)});
   }
   return buffers;
 }
@@ -122,21 +131,23 @@ TEST(EpRaggedA2aTest, ReceiveBuffersHaveMaxTextsSizeUninitialised) {
   ASSERT_EQ(dispatch.size(), 1u);
   EXPECT_EQ(dispatch[0].dims, (std::vector<int64_t>{128, 40}));
   EXPECT_EQ(dispatch[0].target, alloc);
-  EXPECT_EQ(dispatch[0].declared, R"({perfsim_receive="expert_rows"})");
+  EXPECT_EQ(dispatch[0].declared, "received: RECEIVED_EXPERT_ROWS");
   std::vector<Buffer> combine = ReceiveBuffers(*step->module, "combine");
   ASSERT_EQ(combine.size(), 1u);
   EXPECT_EQ(combine[0].dims, (std::vector<int64_t>{32, 40}));
   EXPECT_EQ(combine[0].target, alloc);
-  EXPECT_EQ(combine[0].declared, R"({perfsim_receive="token_rows"})");
+  EXPECT_EQ(combine[0].declared, "received: RECEIVED_TOKEN_ROWS");
   // The backward's transposed exchanges receive into zeros shaped like the forward operands
   // (JAX's transpose rule): the combine's transpose into [R, D], the dispatch's into [T_l·K, D].
   std::vector<Buffer> combine_bwd = ReceiveBuffers(*step->module, "combine_bwd");
   ASSERT_EQ(combine_bwd.size(), 1u);
   EXPECT_EQ(combine_bwd[0].dims, (std::vector<int64_t>{128, 40}));
   EXPECT_EQ(combine_bwd[0].target, "broadcast");
+  EXPECT_EQ(combine_bwd[0].declared, "received: RECEIVED_EXPERT_ROWS");
   std::vector<Buffer> dispatch_bwd = ReceiveBuffers(*step->module, "dispatch_bwd");
   ASSERT_EQ(dispatch_bwd.size(), 1u);
   EXPECT_EQ(dispatch_bwd[0].dims, (std::vector<int64_t>{32, 40}));
+  EXPECT_EQ(dispatch_bwd[0].declared, "received: RECEIVED_TOKEN_ROWS");
   // Each transpose exchanges its offsets with an all-to-all first (two per exchange).
   EXPECT_EQ(Find(*step->module, Opcode::kAllToAll, "combine_bwd").size(), 2u);
   EXPECT_EQ(Find(*step->module, Opcode::kAllToAll, "dispatch_bwd").size(), 2u);
@@ -473,6 +484,73 @@ TEST(EpRaggedA2aTest, ATruncatedBufferDropsExactlyWhatMaxTextsRuleDrops) {
   }
 }
 
+TEST(EpRaggedA2aTest, TruncationIsDeclaredInTheAnnotationAndReadBackFromPrintedText) {
+  // f = 1.5: R = int(T_l·K·f) = int(32·2·1.5) = 96 rows, below the dropless worst case
+  // n·T_l·min(K, E_l) = 2·32·min(2, 6) = 128. The dispatch, its received group sizes and the
+  // combine's transpose (which receives into a buffer shaped like the dispatch's) declare it.
+  StepSpec spec = DroppingSpec(Phase::kForwardBackward, 1.5);
+  absl::StatusOr<LoweredStep> step = LowerStep(spec);
+  ASSERT_TRUE(step.ok()) << step.status();
+  std::vector<const Instruction*> dispatch =
+      Find(*step->module, Opcode::kRaggedAllToAll, "dispatch");
+  ASSERT_EQ(dispatch.size(), 1u);
+  EXPECT_EQ(DeclaredBuffer(*dispatch[0]), "received: RECEIVED_EXPERT_ROWS truncated_rows: 96");
+  std::vector<const Instruction*> combine_bwd =
+      Find(*step->module, Opcode::kRaggedAllToAll, "combine_bwd");
+  ASSERT_EQ(combine_bwd.size(), 1u);
+  EXPECT_EQ(DeclaredBuffer(*combine_bwd[0]), "received: RECEIVED_EXPERT_ROWS truncated_rows: 96");
+  int truncated_sizes = 0;
+  for (const auto& instruction : step->module->entry()->instructions()) {
+    const Annotation* annotation = instruction->annotation();
+    if (annotation != nullptr && annotation->ragged().truncated_rows() > 0) {
+      EXPECT_EQ(annotation->ragged().truncated_rows(), 96) << instruction->name();
+      EXPECT_EQ(annotation->ragged().rows(), RaggedSizes::ROWS_EP_GROUP) << instruction->name();
+      ++truncated_sizes;
+    }
+  }
+  EXPECT_EQ(truncated_sizes, 1);
+
+  // The checks read the typed declarations back from the printed module: they accept it as
+  // lowered, and a dispatch buffer of 95 rows, one short of the truncated 96, fails.
+  const std::string text = PrintModule(*step->module);
+  EXPECT_EQ(text.find("perfsim_truncated"), std::string::npos);
+  EXPECT_EQ(text.find("perfsim_receive"), std::string::npos);
+  EXPECT_EQ(text.find("perfsim_align"), std::string::npos);
+  for (int64_t rows : {96, 95}) {
+    absl::StatusOr<std::unique_ptr<Module>> parsed = ParseHloModule(text, "truncated.hlo");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    LoweredStep back{.spec = spec, .module = *std::move(parsed)};
+    ResizeReceiveBuffer(back, rows);
+    PERFSIM_EXPECT_OK(CheckGroupSums(back));
+    if (rows == 96) {
+      PERFSIM_EXPECT_OK(CheckReceiveBuffers(back));
+      continue;
+    }
+    EXPECT_THAT(CheckReceiveBuffers(back),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("f32[95,40]"), HasSubstr("to hold the 96 rows"),
+                               HasSubstr("= 128, truncated to 96"))));
+  }
+}
+
+TEST(EpRaggedA2aTest, AReceiveBufferDeclaredWithoutWhatItReceivesIsAnError) {
+  // buffer { align: 8 } with no `received`: the check cannot bound it, so it says so.
+  absl::StatusOr<LoweredStep> step = LowerStep(NanoSpec(Phase::kForward, {.ep = 4}));
+  ASSERT_TRUE(step.ok()) << step.status();
+  std::vector<const Instruction*> a2a = Find(*step->module, Opcode::kRaggedAllToAll, "dispatch");
+  ASSERT_EQ(a2a.size(), 1u);
+  auto* dispatch = const_cast<Instruction*>(a2a[0]);
+  Annotation annotation = *dispatch->annotation();
+  annotation.mutable_buffer()->Clear();
+  annotation.mutable_buffer()->set_align(8);
+  dispatch->set_annotation(std::make_shared<const Annotation>(annotation));
+  EXPECT_THAT(CheckReceiveBuffers(*step),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(dispatch->name()),
+                             HasSubstr("RECEIVED_EXPERT_ROWS or RECEIVED_TOKEN_ROWS"),
+                             HasSubstr("got \"buffer { align: 8 }\""))));
+}
+
 TEST(EpRaggedA2aTest, DroppedAssignmentsGetNoGradient) {
   // f = 1, fwd_bwd: device 1's tokens are dropped entirely, so their dx is 0 and every weight
   // gradient is that of device 0's 32 tokens alone: the dense reference on those 32 tokens.
@@ -560,9 +638,10 @@ TEST(EpRaggedA2aTest, BadBufferFactorsAreInvalidArguments) {
   absl::StatusOr<LoweredStep> step = LowerStep(spec);
   ASSERT_TRUE(step.ok()) << step.status();
   for (const auto& instruction : step->module->entry()->instructions()) {
-    EXPECT_EQ(instruction->attributes().frontend_attributes.find("perfsim_truncated"),
-              std::string::npos)
-        << instruction->name();
+    const Annotation* annotation = instruction->annotation();
+    if (annotation == nullptr) continue;
+    EXPECT_EQ(annotation->buffer().truncated_rows(), 0) << instruction->name();
+    EXPECT_EQ(annotation->ragged().truncated_rows(), 0) << instruction->name();
   }
 }
 
