@@ -108,8 +108,8 @@ class NamedBuilder {
   void set_masked_grouped_matmuls(bool masked) { masked_grouped_ = masked; }
   // The (tm, tk, tn) each ragged-dot runs with, by the projection its weight is (named [E, D, ·]:
   // wi; [E, F, D]: wo): XLA:TPU's ragged_dot_tiling metadata, which MaxText sets to the
-  // projection's forward tiles (sim/predict/ragged_dot_tiling.h). Written on the ragged-dot's
-  // annotation (kernel KERNEL_RAGGED_DOT, its projection and tiling).
+  // projection's forward tiles (sim/simulator/routed.h RaggedDotGroupedSpec). Written on the
+  // ragged-dot's annotation (kernel KERNEL_RAGGED_DOT, its projection and tiling).
   void set_ragged_dot_tilings(const GmmTiling& wi, const GmmTiling& wo) {
     ragged_dot_wi_ = wi;
     ragged_dot_wo_ = wo;

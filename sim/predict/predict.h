@@ -48,7 +48,8 @@
 //     (tile waste, visited tiles, weight re-reads, grid steps) with the op's tiling. A kernel
 //     custom-call carries its tiling (the --tiling-wi/--tiling-wo knobs). A ragged-dot on a
 //     TPU runs with its projection's forward knob, which MaxText passes as ragged_dot_tiling
-//     XLA metadata (ragged_dot_tiling.h); on a GPU with (128, 128, 128).
+//     XLA metadata (sim/simulator/routed.h RaggedDotGroupedSpec); on a GPU the CTA tile of
+//     the grouped-GEMM kernel.
 //   - ragged-all-to-all: the bytes each device of an EP group sends each other, from the same
 //     matrix (dispatch: rows for the receiver's experts; combine: the transpose), routed over
 //     the topology (most loaded link). Its row's HBM bytes are the rows it really reads and

@@ -48,7 +48,9 @@ struct RoutedWork {
 // The grouped-matmul spec of a ragged-dot (gmm: rows ragged, the rhs grouped; tgmm: the ragged
 // dimension contracted): a grouped-GEMM kernel (no Pallas grid), with, on a TPU, the tiling
 // annotated on it (Kernel tm, tk, tn: the ragged_dot_tiling metadata MaxText sets) or
-// megablox's default (128, 128, 128); on a GPU the CTA tile ChooseGpuGemmTile picks for m
+// megablox's default (128, 128, 128) (MaxText's ragged_dot path runs jax.lax.ragged_dot under
+// set_xla_metadata(ragged_dot_tiling=...) with the projection's forward tiles, shared/reference/
+// backends.md; that the backward's ragged-dots keep them is an assumption); on a GPU the CTA tile ChooseGpuGemmTile picks for m
 // split evenly (CostGroupedMatmul picks again on the routed sizes). nullopt for a form the
 // grouped model does not read (lhs not 2-D, group sizes not 1-D).
 std::optional<GroupedMatmulSpec> RaggedDotGroupedSpec(const Instruction& ragged_dot,

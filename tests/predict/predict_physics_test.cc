@@ -17,7 +17,8 @@
 #include "sim/lowering/lowering.h"
 #include "sim/moe/model_registry.h"
 #include "sim/predict/predict.h"
-#include "sim/predict/ragged_dot_tiling.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/simulator/routed.h"
 #include "sim/report/predict_report.h"
 #include "tests/cli/cli_test_util.h"
 
@@ -166,8 +167,9 @@ TEST(PredictPhysics, RaggedDotsTakeTheForwardTilingKnobsOnTpu) {
       ASSERT_NE(i->annotation(), nullptr) << i->name();
       EXPECT_EQ(i->annotation()->kernel().projection(),
                 is_wi ? Kernel::PROJECTION_WI : Kernel::PROJECTION_WO) << i->name();
-      GroupedMatmulSpec g{.kind = GroupedMatmulKind::kGmm, .m = 4096, .num_groups = 4};
-      EXPECT_TRUE(same(ChooseRaggedDotTiling(g, &i->annotation()->kernel(), *tpu).tiling,
+      const std::optional<GroupedMatmulSpec> g = RaggedDotGroupedSpec(*i, *tpu);
+      ASSERT_TRUE(g.has_value()) << i->name();
+      EXPECT_TRUE(same(GmmTiling{g->tm, g->tk, g->tn},
                        is_wi ? knobs.knobs.wi.fwd : knobs.knobs.wo.fwd)) << i->name();
       (is_wi ? wi : wo) += 1;
     }
@@ -175,16 +177,26 @@ TEST(PredictPhysics, RaggedDotsTakeTheForwardTilingKnobsOnTpu) {
     EXPECT_EQ(wi, phase == Phase::kForward ? 2 : 6);
     EXPECT_EQ(wo, phase == Phase::kForward ? 1 : 3);
   }
-  // Without an annotated tiling (a user's module): megablox's default.
-  GroupedMatmulSpec plain{.kind = GroupedMatmulKind::kGmm, .m = 4096, .k = 7168, .n = 2048};
-  EXPECT_TRUE(same(ChooseRaggedDotTiling(plain, nullptr, *tpu).tiling, GmmTiling{128, 128, 128}));
-  // GPU: the grouped-GEMM kernel's CTA tile for m split over the groups (sim/cost/gpu_gemm.h):
-  // 4 groups of 1024 rows, n = 2048, bf16: (128, 256) gives 4 · 8 · 8 = 256 CTAs, 2 waves of
-  // 132, as few as any tile holding at most 128·256 outputs can; the last wave holds 124 CTAs,
-  // which only (256, 128) ties, and the wider tn wins; k step 64 (128 bytes of bf16).
-  GroupedMatmulSpec g{
-      .kind = GroupedMatmulKind::kGmm, .m = 4096, .k = 7168, .n = 2048, .num_groups = 4};
-  EXPECT_TRUE(same(ChooseRaggedDotTiling(g, nullptr, *gpu).tiling, GmmTiling{128, 64, 256}));
+  // Without an annotated tiling (a user's module): megablox's default on a TPU. On a GPU the
+  // grouped-GEMM kernel's CTA tile for m split over the groups (sim/cost/gpu_gemm.h): 4 groups
+  // of 1024 rows, n = 2048, bf16: (128, 256) gives 4 · 8 · 8 = 256 CTAs, 2 waves of 132, as few
+  // as any tile holding at most 128·256 outputs can; the last wave holds 124 CTAs, which only
+  // (256, 128) ties, and the wider tn wins; k step 64 (128 bytes of bf16).
+  absl::StatusOr<std::unique_ptr<Module>> user = ParseHloModule(R"(
+HloModule user
+ENTRY e {
+  x = bf16[4096,7168]{1,0} parameter(0)
+  w = bf16[4,7168,2048]{2,1,0} parameter(1)
+  g = s32[4]{0} parameter(2)
+  ROOT r = bf16[4096,2048]{1,0} ragged-dot(x, w, g), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+})", "user.hlo");
+  ASSERT_TRUE(user.ok()) << user.status();
+  const Instruction& plain = *(*user)->entry()->root();
+  const std::optional<GroupedMatmulSpec> on_tpu = RaggedDotGroupedSpec(plain, *tpu);
+  const std::optional<GroupedMatmulSpec> on_gpu = RaggedDotGroupedSpec(plain, *gpu);
+  ASSERT_TRUE(on_tpu.has_value() && on_gpu.has_value());
+  EXPECT_TRUE(same(GmmTiling{on_tpu->tm, on_tpu->tk, on_tpu->tn}, GmmTiling{128, 128, 128}));
+  EXPECT_TRUE(same(GmmTiling{on_gpu->tm, on_gpu->tk, on_gpu->tn}, GmmTiling{128, 64, 256}));
 
   // And through predict: a wi.fwd tile of tk = 1024 < k re-reads every group's weights per
   // visited row tile, tk = k reads them once, so the forward wi ragged-dot moves fewer bytes.
