@@ -9,6 +9,7 @@
 // (~1e-16 · step); we allow 1e-12 relative plus 1e-15 · step. Anything larger is a real
 // difference in sizes or traffic: one more tile or row changes a duration by far more.
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,32 @@ PredictOptions PredictOptionsOf(const Scenario& s, const RoutingSpec& routing) {
   return o;
 }
 
+// The two sides of a scenario: the simulator on `perfsim lower`'s printed module, and predict.
+struct BothSides {
+  std::unique_ptr<Module> module;
+  std::optional<Timeline> timeline;
+  std::optional<Prediction> prediction;
+};
+
+void SimulateBoth(const Scenario& s, const std::string& routing_text, BothSides& out) {
+  out.module = LowerAndParse(s);
+  ASSERT_NE(out.module, nullptr);
+  absl::StatusOr<Chip> chip = ResolveChip(s.hw);
+  ASSERT_TRUE(chip.ok()) << chip.status();
+  absl::StatusOr<Topology> topology = TopologyForModule(*out.module, *chip, s.mesh);
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(routing_text);
+  ASSERT_TRUE(routing.ok()) << routing.status();
+  absl::StatusOr<Timeline> t =
+      SimulateModule(*out.module, *chip, *topology, {.routing = *routing});
+  ASSERT_TRUE(t.ok()) << t.status();
+  out.timeline = *std::move(t);
+  // predict on the same scenario, with every simulated device's schedule.
+  absl::StatusOr<Prediction> p = Predict(PredictOptionsOf(s, *routing));
+  ASSERT_TRUE(p.ok()) << p.status();
+  out.prediction = *std::move(p);
+}
+
 // Issue 12's acceptance: `perfsim lower FLAGS` -> text -> `predict --hlo` (the simulator on the
 // parsed module, the slice of --hw/--mesh) is `perfsim predict FLAGS`: the same step time,
 // exposed communication, busy times and slowest device. Tolerance 1e-9 relative, as the issue
@@ -92,65 +119,27 @@ PredictOptions PredictOptionsOf(const Scenario& s, const RoutingSpec& routing) {
 void ExpectSameStep(const Scenario& s, const std::string& routing_text) {
   SCOPED_TRACE(s.backend + " " + s.model + " " + s.parallelism + " " + s.hw + " " + s.mesh + " " +
                routing_text);
-  std::unique_ptr<Module> module = LowerAndParse(s);
-  ASSERT_NE(module, nullptr);
-  absl::StatusOr<Chip> chip = ResolveChip(s.hw);
-  ASSERT_TRUE(chip.ok()) << chip.status();
-  absl::StatusOr<Topology> topology = TopologyForModule(*module, *chip, s.mesh);
-  ASSERT_TRUE(topology.ok()) << topology.status();
-  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(routing_text);
-  ASSERT_TRUE(routing.ok()) << routing.status();
-  absl::StatusOr<Timeline> t = SimulateModule(*module, *chip, *topology, {.routing = *routing});
-  ASSERT_TRUE(t.ok()) << t.status();
-  absl::StatusOr<Prediction> p = Predict(PredictOptionsOf(s, *routing));
-  ASSERT_TRUE(p.ok()) << p.status();
-  ASSERT_GT(p->step_seconds, 0);
-  EXPECT_NEAR(t->step_seconds, p->step_seconds, 1e-9 * p->step_seconds);
-  EXPECT_NEAR(t->exposed_communication, p->exposed_communication, 1e-9 * p->step_seconds);
-  EXPECT_NEAR(t->compute_busy, p->compute_busy, 1e-9 * p->step_seconds);
-  EXPECT_NEAR(t->communication_busy, p->communication_busy, 1e-9 * p->step_seconds);
-  EXPECT_EQ(t->slowest_device, p->slowest_device);
-  EXPECT_EQ(t->num_devices, p->num_devices);
+  BothSides both;
+  ASSERT_NO_FATAL_FAILURE(SimulateBoth(s, routing_text, both));
+  const Timeline& t = *both.timeline;
+  const Prediction& p = *both.prediction;
+  ASSERT_GT(p.step_seconds, 0);
+  EXPECT_NEAR(t.step_seconds, p.step_seconds, 1e-9 * p.step_seconds);
+  EXPECT_NEAR(t.exposed_communication, p.exposed_communication, 1e-9 * p.step_seconds);
+  EXPECT_NEAR(t.compute_busy, p.compute_busy, 1e-9 * p.step_seconds);
+  EXPECT_NEAR(t.communication_busy, p.communication_busy, 1e-9 * p.step_seconds);
+  EXPECT_EQ(t.slowest_device, p.slowest_device);
+  EXPECT_EQ(t.num_devices, p.num_devices);
 }
 
 // Adds to *rows how many of predict's slowest-device rows it compared (none when the two pick
 // other devices).
 void ExpectSameRoutedTimes(const Scenario& s, const std::string& routing_text, int64_t* rows) {
   SCOPED_TRACE(s.backend + " " + s.model + " " + s.hw + " " + routing_text);
-  CliResult lowered = RunCli([&] {
-    std::vector<std::string> args = {"lower"};
-    for (const std::string& f : StepFlags(s)) args.push_back(f);
-    return args;
-  }());
-  ASSERT_EQ(lowered.code, 0) << lowered.err;
-  absl::StatusOr<std::unique_ptr<Module>> module = ParseHloModule(lowered.out, "lowered.hlo");
-  ASSERT_TRUE(module.ok()) << module.status();
-  ASSERT_TRUE(VerifyModule(**module).ok());
-  absl::StatusOr<Chip> chip = ResolveChip(s.hw);
-  ASSERT_TRUE(chip.ok()) << chip.status();
-  absl::StatusOr<Topology> topology = TopologyForModule(**module, *chip, s.mesh);
-  ASSERT_TRUE(topology.ok()) << topology.status();
-  absl::StatusOr<RoutingSpec> routing = ParseRoutingSpec(routing_text);
-  ASSERT_TRUE(routing.ok()) << routing.status();
-  absl::StatusOr<Timeline> t = SimulateModule(**module, *chip, *topology, {.routing = *routing});
-  ASSERT_TRUE(t.ok()) << t.status();
-
-  // predict on the same scenario, with every simulated device's schedule.
-  absl::StatusOr<ModelConfig> model = ResolveModel(s.model);
-  ASSERT_TRUE(model.ok()) << model.status();
-  PredictOptions o{.spec = StepSpec::Defaults(*model)};
-  o.spec.batch = s.batch;
-  o.spec.seq = s.seq;
-  o.spec.phase = Phase::kForwardBackward;
-  o.spec.backend = s.backend;
-  absl::StatusOr<Parallelism> parallelism = ParseParallelism(s.parallelism);
-  ASSERT_TRUE(parallelism.ok()) << parallelism.status();
-  o.spec.parallelism = *parallelism;
-  o.hw = s.hw;
-  o.mesh = s.mesh;
-  o.routing = *routing;
-  absl::StatusOr<Prediction> p = Predict(o);
-  ASSERT_TRUE(p.ok()) << p.status();
+  BothSides both;
+  ASSERT_NO_FATAL_FAILURE(SimulateBoth(s, routing_text, both));
+  const Timeline* t = &*both.timeline;
+  const Prediction* p = &*both.prediction;
   ASSERT_EQ(p->num_devices, t->num_devices);
   ASSERT_EQ(p->op_info.size(), t->ops.size());  // no calls in a lowering: one op each
   // predict may issue its ops in another order (its schedule's): matched by name.
