@@ -56,20 +56,35 @@ void Run(benchmark::State& state, const Module* module, const std::string& hw, b
     return;
   }
   for (auto _ : state) {
-    absl::StatusOr<Timeline> t = SimulateModule(*module, *chip, *topology);
+    if (!report) {
+      absl::StatusOr<Timeline> t = SimulateModule(*module, *chip, *topology);
+      if (!t.ok()) {
+        state.SkipWithError(std::string(t.status().message()).c_str());
+        return;
+      }
+      benchmark::DoNotOptimize(t->step_seconds);
+      continue;
+    }
+    // What `predict --hlo --format=json` does after parsing.
+    absl::StatusOr<PreparedModule> prepared = PrepareModule(*module, *chip, *topology);
+    if (!prepared.ok()) {
+      state.SkipWithError(std::string(prepared.status().message()).c_str());
+      return;
+    }
+    const HloPhases phases = HloPhasesOf(*prepared);
+    absl::StatusOr<Timeline> t =
+        Simulate(*prepared, {.subtotal_of = &phases.of, .num_subtotals = phases.count()});
     if (!t.ok()) {
       state.SkipWithError(std::string(t.status().message()).c_str());
       return;
     }
-    if (report) {
-      absl::StatusOr<Prediction> p = PredictionFromTimeline(*module, *t, *chip, *topology);
-      if (!p.ok()) {
-        state.SkipWithError(std::string(p.status().message()).c_str());
-        return;
-      }
-      benchmark::DoNotOptimize(PredictionJson(*p));
+    absl::StatusOr<Prediction> p =
+        PredictionFromTimeline(*module, *std::move(t), phases, *chip, *topology);
+    if (!p.ok()) {
+      state.SkipWithError(std::string(p.status().message()).c_str());
+      return;
     }
-    benchmark::DoNotOptimize(t->step_seconds);
+    benchmark::DoNotOptimize(PredictionJson(*p));
   }
   state.counters["instructions"] = static_cast<double>(module->instruction_count());
 }
@@ -86,13 +101,25 @@ void BM_Report100k(benchmark::State& state) {
   const Module* module = Generated();
   const absl::StatusOr<Chip> chip = ResolveChip("tpu_v5p");
   absl::StatusOr<Topology> topology = TopologyForModule(*module, *chip, "");
-  absl::StatusOr<Timeline> t = SimulateModule(*module, *chip, *topology);
+  absl::StatusOr<PreparedModule> prepared = PrepareModule(*module, *chip, *topology);
+  if (!prepared.ok()) {
+    state.SkipWithError(std::string(prepared.status().message()).c_str());
+    return;
+  }
+  const HloPhases phases = HloPhasesOf(*prepared);
+  absl::StatusOr<Timeline> t =
+      Simulate(*prepared, {.subtotal_of = &phases.of, .num_subtotals = phases.count()});
   if (!t.ok()) {
     state.SkipWithError(std::string(t.status().message()).c_str());
     return;
   }
   for (auto _ : state) {
-    absl::StatusOr<Prediction> p = PredictionFromTimeline(*module, *t, *chip, *topology);
+    // The report takes its timeline: a copy per iteration, as predict --hlo has one.
+    state.PauseTiming();
+    Timeline copy = *t;
+    state.ResumeTiming();
+    absl::StatusOr<Prediction> p =
+        PredictionFromTimeline(*module, std::move(copy), phases, *chip, *topology);
     if (state.range(0) == 1) benchmark::DoNotOptimize(FormatPredictionTable(*p));
     if (state.range(0) == 2) benchmark::DoNotOptimize(PredictionJson(*p));
     benchmark::DoNotOptimize(p);

@@ -42,13 +42,14 @@ bool AllMatrixOpsF32(const Module& module) {
 }
 
 // The scenario line of an --hlo prediction, in place of the MoE one.
-std::string HloScenarioLine(const Prediction& p, const Timeline& t) {
+std::string HloScenarioLine(const Prediction& p, const std::string& module, bool fused,
+                            int64_t routed_ops, const RoutingSpec& routing) {
   // The routing only where it timed something (a module that says what its sizes hold).
-  const std::string routing =
-      t.routed_ops > 0 ? absl::StrCat(", routing ", RoutingSpecToString(t.routing)) : "";
-  return fmt::format("module {} (HLO, {}), {} {} ({} devices){}", t.module,
-                     t.fused ? "unfused: loop fusion applied" : "compiled", p.chip, p.mesh,
-                     p.num_devices, routing);
+  const std::string used =
+      routed_ops > 0 ? absl::StrCat(", routing ", RoutingSpecToString(routing)) : "";
+  return fmt::format("module {} (HLO, {}), {} {} ({} devices){}", module,
+                     fused ? "unfused: loop fusion applied" : "compiled", p.chip, p.mesh,
+                     p.num_devices, used);
 }
 
 }  // namespace
@@ -71,8 +72,24 @@ std::string HloPhaseOf(absl::string_view op_name) {
   return parts[0];
 }
 
-absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Timeline& t,
-                                                  const Chip& chip, const Topology& topology) {
+HloPhases HloPhasesOf(const PreparedModule& prepared) {
+  HloPhases phases;
+  phases.of.reserve(prepared.num_ops());
+  phases.stage.reserve(prepared.num_ops());
+  std::map<std::string, int32_t> index;
+  for (int64_t i = 0; i < prepared.num_ops(); ++i) {
+    std::string phase = HloPhaseOf(prepared.op(i).op_name);
+    auto [it, inserted] = index.try_emplace(phase, phases.count());
+    if (inserted) phases.names.push_back(phase);
+    phases.of.push_back(it->second);
+    phases.stage.push_back(std::move(phase));
+  }
+  return phases;
+}
+
+absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, Timeline t,
+                                                  const HloPhases& phases, const Chip& chip,
+                                                  const Topology& topology) {
   // A Prediction holds a MoE scenario (PredictOptions::spec has no empty state): the embedded
   // default stands in, and the reports' scenario is replaced by the module's (RunPredictHlo).
   PERFSIM_ASSIGN_OR_RETURN(PredictOptions options, DefaultPredictOptions());
@@ -83,55 +100,14 @@ absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Ti
   p.chip = chip.name();
   p.mesh = topology.slice_shape();
   p.num_devices = t.num_devices;
-  p.slowest_device = t.slowest_device;
-  p.step_seconds = t.step_seconds;
-  p.compute_busy = t.compute_busy;
-  p.communication_busy = t.communication_busy;
-  p.exposed_communication = t.exposed_communication;
-  p.unknown_rates = t.unknown_rates;
-  p.schedule = t.schedule;
-
-  p.op_info.reserve(t.ops.size());
-  for (const TimelineOp& op : t.ops) {
-    OpRow& row = p.op_info.emplace_back();
-    row.name = op.name;
-    row.opcode = op.opcode;
-    row.phase = HloPhaseOf(op.op_name);
-    row.stage = row.phase;
-    row.stream = op.stream == Stream::kCommunication ? "comm" : "compute";
-    row.seconds = op.seconds;  // the slowest device's (routed ops differ per device)
-    row.bound = op.bound;
-    row.flops = op.flops;
-    row.bytes = op.bytes;
-    row.lower_bound = op.lower_bound;
-    row.sent_bytes = op.sent_bytes;
-    row.max_sent_bytes = op.max_sent_bytes;
-  }
-  // The slowest device's ops that take time or are not fully timed, by start.
-  const DeviceSchedule& slowest = t.schedule.device(t.slowest_device);
-  std::vector<int64_t> shown;
-  for (size_t i = 0; i < t.ops.size(); ++i) {
-    if (t.ops[i].seconds > 0 || t.ops[i].lower_bound) shown.push_back(static_cast<int64_t>(i));
-  }
-  std::stable_sort(shown.begin(), shown.end(), [&](int64_t a, int64_t b) {
-    return slowest.start[a] < slowest.start[b];
-  });
-  std::map<std::string, size_t> phase_index;
-  for (int64_t i : shown) {
-    OpRow row = p.op_info[i];
-    row.start = slowest.start[i];
-    auto [it, inserted] = phase_index.try_emplace(row.phase, p.phases.size());
-    if (inserted) p.phases.push_back(PhaseTotal{.phase = row.phase});
-    PhaseTotal& total = p.phases[it->second];
-    total.seconds += row.seconds;
-    total.flops += row.flops;
-    total.bytes += row.bytes;
-    p.ops.push_back(std::move(row));
-  }
+  const double flops = t.flops;
+  const double parameter_bytes = static_cast<double>(t.parameter_bytes);
+  const double peak_buffer_bytes = static_cast<double>(t.peak_buffer_bytes);
+  ReportTimeline(std::move(t), phases.names, phases.of, phases.stage, p);
 
   const int64_t devices_per_chip =
       std::max<int64_t>(1, topology.num_devices() / std::max<int64_t>(1, topology.num_chips()));
-  p.model_flops_per_device = t.flops;
+  p.model_flops_per_device = flops;
   p.peak_flops_per_device =
       chip.PeakMatmulFlopsPerSecond(AllMatrixOpsF32(module) ? MatmulDtype::kF32
                                                             : MatmulDtype::kBf16) /
@@ -140,8 +116,8 @@ absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Ti
     p.mfu = p.model_flops_per_device / (p.step_seconds * p.peak_flops_per_device);
   }
   MemoryUse& m = p.memory;
-  m.parameters = static_cast<double>(t.parameter_bytes);
-  m.activations = static_cast<double>(t.peak_buffer_bytes);
+  m.parameters = parameter_bytes;
+  m.activations = peak_buffer_bytes;
   m.total = m.parameters + m.activations;
   m.capacity =
       static_cast<double>(chip.hbm_capacity_bytes()) / static_cast<double>(devices_per_chip);
@@ -206,11 +182,22 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
   };
   absl::StatusOr<Topology> topology = TopologyForModule(**module, *chip, flags.Get("mesh"));
   if (!topology.ok()) return ReportStatus(topology.status(), io);
+  absl::StatusOr<PreparedModule> prepared = PrepareModule(**module, *chip, *topology);
+  if (!prepared.ok()) return ReportStatus(located(prepared.status()), io);
+  const HloPhases phases = HloPhasesOf(*prepared);
   absl::StatusOr<Timeline> timeline =
-      SimulateModule(**module, *chip, *topology, {.routing = *std::move(routing)});
+      Simulate(*prepared, {.routing = *std::move(routing),
+                           .subtotal_of = &phases.of,
+                           .num_subtotals = phases.count()});
   if (!timeline.ok()) return ReportStatus(located(timeline.status()), io);
+  // What the report reads of the timeline after the Prediction has taken it.
+  const std::string module_name = timeline->module;
+  const bool fused = timeline->fused;
+  const int64_t routed_ops = timeline->routed_ops;
+  const RoutingSpec used_routing = timeline->routing;
+  const std::vector<std::string> untimed = timeline->untimed;
   absl::StatusOr<Prediction> prediction =
-      PredictionFromTimeline(**module, *timeline, *chip, *topology);
+      PredictionFromTimeline(**module, *std::move(timeline), phases, *chip, *topology);
   if (!prediction.ok()) return ReportStatus(prediction.status(), io);
   const Prediction& p = *prediction;
   if (flags.Has("trace")) {
@@ -230,27 +217,27 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
     report::PredictReport r = PredictionReport(p);
     report::PredictScenario& scenario = *r.mutable_scenario();
     scenario.Clear();
-    scenario.set_model(timeline->module);
+    scenario.set_model(module_name);
     scenario.set_backend("hlo");
     scenario.set_hw(p.chip);
     scenario.set_mesh(p.mesh);
     scenario.set_devices(static_cast<double>(p.num_devices));
-    if (timeline->routed_ops > 0) scenario.set_routing(RoutingSpecToString(timeline->routing));
+    if (routed_ops > 0) scenario.set_routing(RoutingSpecToString(used_routing));
     io.out << ReportJson(r);
     return kExitOk;
   }
   // The timeline table with the module's scenario line in place of the MoE one.
   std::string table = FormatPredictionTable(p);
-  table = absl::StrCat(HloScenarioLine(p, *timeline), table.substr(table.find('\n')));
+  table = absl::StrCat(HloScenarioLine(p, module_name, fused, routed_ops, used_routing), table.substr(table.find('\n')));
   io.out << table;
-  if (!timeline->untimed.empty()) {
-    const size_t shown = std::min<size_t>(timeline->untimed.size(), 10);
+  if (!untimed.empty()) {
+    const size_t shown = std::min<size_t>(untimed.size(), 10);
     io.out << fmt::format(
         "note: {} instruction(s) not fully timed (custom-calls perfsim does not model, loops of "
         "unknown trip count): {}{}; their times are lower bounds ('*')\n",
-        timeline->untimed.size(),
-        absl::StrJoin(timeline->untimed.begin(), timeline->untimed.begin() + shown, ", "),
-        shown < timeline->untimed.size() ? ", ..." : "");
+        untimed.size(),
+        absl::StrJoin(untimed.begin(), untimed.begin() + shown, ", "),
+        shown < untimed.size() ? ", ..." : "");
   }
   return kExitOk;
 }

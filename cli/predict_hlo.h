@@ -2,8 +2,12 @@
 // model-agnostic simulator (sim/simulator/simulator.h), reported as `perfsim predict` reports
 // its own lowering (sim/report/predict_report.h: the same table, JSON keys and trace).
 //
-//   Timeline t = ...SimulateModule(module, chip, topology);
-//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, PredictionFromTimeline(module, t, chip, topology));
+//   PERFSIM_ASSIGN_OR_RETURN(PreparedModule prepared, PrepareModule(module, chip, topology));
+//   HloPhases phases = HloPhasesOf(prepared);
+//   PERFSIM_ASSIGN_OR_RETURN(Timeline t, Simulate(prepared, {.routing = r,
+//       .subtotal_of = &phases.of, .num_subtotals = phases.count()}));
+//   PERFSIM_ASSIGN_OR_RETURN(Prediction p,
+//                            PredictionFromTimeline(module, std::move(t), phases, chip, topology));
 //   io.out << PredictionJson(p);
 //
 // The report's parts for a module with no model behind it:
@@ -14,6 +18,7 @@
 //   phases    per-op_name subtotals: the first path component of the op's metadata op_name
 //             after JAX's outer "jit(NAME)/" (HloPhaseOf), e.g. "jvp()" (the forward) and
 //             "transpose(jvp())" (the backward) of a jax.grad module; "other" without one;
+//             in the order of their first op;
 //   ops       the slowest device's ops that take time or are not fully timed, by start; the
 //             stage column is the phase; lower_bound marks untimed work (simulator.h);
 //   MFU       from the FLOP the module executes (every op, loops times their trips) over the
@@ -23,7 +28,9 @@
 #ifndef PERFSIM_CLI_PREDICT_HLO_H_
 #define PERFSIM_CLI_PREDICT_HLO_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "cli/cli.h"
@@ -40,11 +47,22 @@ namespace perfsim {
 // dropped.
 std::string HloPhaseOf(absl::string_view op_name);
 
-// The report's Prediction of a simulated module (the parts listed above). Its options hold
-// predict's embedded default scenario as a stand-in: a Prediction cannot be without one; the
-// callers replace the scenario line and the JSON scenario. Fails only if that default does.
-absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, const Timeline& timeline,
-                                                  const Chip& chip, const Topology& topology);
+// Each op's phase (HloPhaseOf its op_name): the distinct names in the order of their first op.
+struct HloPhases {
+  std::vector<std::string> names;
+  std::vector<int32_t> of;         // per op: its index in names
+  std::vector<std::string> stage;  // per op: its phase's name (the rows' stage column)
+  int32_t count() const { return static_cast<int32_t>(names.size()); }
+};
+HloPhases HloPhasesOf(const PreparedModule& prepared);
+
+// The report's Prediction of a module simulated with `phases` as its subtotals (the parts
+// listed above; ReportTimeline, sim/predict/predict.h). Its options hold predict's embedded
+// default scenario as a stand-in: a Prediction cannot be without one; the callers replace the
+// scenario line and the JSON scenario. Fails only if that default does.
+absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, Timeline timeline,
+                                                  const HloPhases& phases, const Chip& chip,
+                                                  const Topology& topology);
 
 // The --hlo branch of RunPredictCommand, with its flags already parsed.
 int RunPredictHlo(const ParsedFlags& flags, CliIo& io);

@@ -2,6 +2,9 @@
 // Simulate on the prepared module and the report of its timeline.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
+#include <vector>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +17,57 @@ namespace perfsim {
 PredictCache::PredictCache() : impl_(std::make_unique<Impl>()) {}
 PredictCache::~PredictCache() = default;
 PredictCache::Stats PredictCache::stats() const { return impl_->simulator.stats(); }
+
+void ReportTimeline(Timeline t, const std::vector<std::string>& phase_names,
+                    const std::vector<int32_t>& phase_of, const std::vector<std::string>& stage_of,
+                    Prediction& p) {
+  p.slowest_device = t.slowest_device;
+  p.step_seconds = t.step_seconds;
+  p.compute_busy = t.compute_busy;
+  p.communication_busy = t.communication_busy;
+  p.exposed_communication = t.exposed_communication;
+  p.unknown_rates = t.unknown_rates;
+  for (size_t k = 0; k < t.subtotals.size() && k < phase_names.size(); ++k) {
+    const Subtotal& s = t.subtotals[k];
+    if (!s.present) continue;
+    p.phases.push_back(PhaseTotal{
+        .phase = phase_names[k], .seconds = s.seconds, .flops = s.flops, .bytes = s.bytes});
+  }
+  if (t.ops.empty()) return;
+  // Every op's row (op_info, in schedule index order), and the slowest device's timeline: the
+  // ops that take time or are not fully timed, by start (ties in index order).
+  const DeviceSchedule& slowest = t.schedule.device(t.slowest_device);
+  p.op_info.reserve(t.ops.size());
+  std::vector<int64_t> shown;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    const TimelineOp& op = t.ops[i];
+    OpRow& row = p.op_info.emplace_back();
+    row.name = op.name;
+    row.opcode = op.opcode;
+    row.stage = stage_of[i];
+    const int32_t k = phase_of[i];
+    row.phase = k >= 0 ? phase_names[k] : "other";
+    row.stream = op.stream == Stream::kCommunication ? "comm" : "compute";
+    row.seconds = op.seconds;
+    row.bound = op.bound;
+    row.flops = op.flops;
+    row.bytes = op.bytes;
+    row.sent_bytes = op.sent_bytes;
+    row.max_sent_bytes = op.max_sent_bytes;
+    row.lower_bound = op.lower_bound;
+    if (op.stream != Stream::kNone || op.lower_bound) shown.push_back(static_cast<int64_t>(i));
+  }
+  std::stable_sort(shown.begin(), shown.end(), [&](int64_t a, int64_t b) {
+    return slowest.start[a] < slowest.start[b];
+  });
+  p.ops.reserve(shown.size());
+  for (int64_t i : shown) {
+    OpRow& row = p.ops.emplace_back(p.op_info[i]);
+    row.start = slowest.start[i];
+    row.seconds = slowest.finish[i] - slowest.start[i];
+  }
+  p.schedule = std::move(t.schedule);
+}
 
 absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
                                               const RoutingSpec& routing_spec,
@@ -33,54 +87,9 @@ absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& prepared,
   result.chip = data.chip->name();
   result.mesh = data.mesh;
   result.num_devices = spec.num_devices();
-  result.slowest_device = t.slowest_device;
-  result.step_seconds = t.step_seconds;
-  result.compute_busy = t.compute_busy;
-  result.communication_busy = t.communication_busy;
-  result.exposed_communication = t.exposed_communication;
-  result.unknown_rates = t.unknown_rates;
-  for (int p = 0; p < kNumPredictPhases; ++p) {
-    const Subtotal& s = t.subtotals[p];
-    if (!s.present) continue;
-    result.phases.push_back(
-        PhaseTotal{.phase = kPredictPhaseNames[p], .seconds = s.seconds, .flops = s.flops,
-                   .bytes = s.bytes});
-  }
-  if (options.detail) {
-    // Every op's row (op_info, in schedule index order), and the slowest device's timeline:
-    // the ops that take time or are not fully timed, by start (ties in index order).
-    const DeviceSchedule& slowest = t.schedule.device(t.slowest_device);
-    result.op_info.reserve(t.ops.size());
-    std::vector<int64_t> shown;
-    for (size_t i = 0; i < t.ops.size(); ++i) {
-      const TimelineOp& op = t.ops[i];
-      OpRow& row = result.op_info.emplace_back();
-      row.name = op.name;
-      row.opcode = op.opcode;
-      row.stage = data.stage[i];
-      const int32_t p = data.phase[i];
-      row.phase = p >= 0 ? kPredictPhaseNames[p] : "other";
-      row.stream = op.stream == Stream::kCommunication ? "comm" : "compute";
-      row.seconds = op.seconds;
-      row.bound = op.bound;
-      row.flops = op.flops;
-      row.bytes = op.bytes;
-      row.sent_bytes = op.sent_bytes;
-      row.max_sent_bytes = op.max_sent_bytes;
-      row.lower_bound = op.lower_bound;
-      if (op.stream != Stream::kNone || op.lower_bound) shown.push_back(static_cast<int64_t>(i));
-    }
-    std::stable_sort(shown.begin(), shown.end(), [&](int64_t a, int64_t b) {
-      return slowest.start[a] < slowest.start[b];
-    });
-    result.ops.reserve(shown.size());
-    for (int64_t i : shown) {
-      OpRow& row = result.ops.emplace_back(result.op_info[i]);
-      row.start = slowest.start[i];
-      row.seconds = slowest.finish[i] - slowest.start[i];
-    }
-    result.schedule = std::move(t.schedule);
-  }
+  static const std::vector<std::string>* phase_names =
+      new std::vector<std::string>(std::begin(kPredictPhaseNames), std::end(kPredictPhaseNames));
+  ReportTimeline(std::move(t), *phase_names, data.phase, data.stage, result);
 
   result.model_flops_per_device = data.model_flops_per_device;
   result.peak_flops_per_device = data.peak_flops_per_device;

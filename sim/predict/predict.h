@@ -241,6 +241,17 @@ struct EvaluateOptions {
 absl::StatusOr<Prediction> PredictWithRouting(const PreparedStep& step, const RoutingSpec& routing,
                                               const EvaluateOptions& options = {});
 
+// The part of a Prediction a simulated timeline gives (sim/simulator/simulator.h), one report
+// for predict and predict --hlo: slowest device, step time, busy times, exposed
+// communication, unknown rates; the phases from t.subtotals (subtotal k named phase_names[k],
+// those with ops in index order); and when t has its ops (Simulate with detail) the rows:
+// op_info in index order, labelled stage_of[i] and phase_names[phase_of[i]] ("other" for -1),
+// ops (the slowest device's ops that take time or are not fully timed) by start, and the
+// schedule. Scenario, MFU and memory are the caller's.
+void ReportTimeline(Timeline t, const std::vector<std::string>& phase_names,
+                    const std::vector<int32_t>& phase_of, const std::vector<std::string>& stage_of,
+                    Prediction& p);
+
 absl::StatusOr<Prediction> Predict(const PredictOptions& options);
 
 }  // namespace perfsim
