@@ -55,6 +55,7 @@ absl::StatusOr<Timeline> Simulate(const PreparedModule& prepared, const Simulati
       }
     }
   }
+  std::sort(t.unknown_rates.begin(), t.unknown_rates.end());
   if (run.subtotal_of != nullptr) t.subtotals.resize(run.num_subtotals);
   if (run.detail) t.ops.reserve(num_ops);
   for (int64_t i = 0; i < num_ops; ++i) {
@@ -70,15 +71,15 @@ absl::StatusOr<Timeline> Simulate(const PreparedModule& prepared, const Simulati
     }
     t.serial_seconds += seconds;
     t.flops += flops;
-    if (run.subtotal_of != nullptr && (op.stream != Stream::kNone || lower_bound)) {
-      const int32_t s = (*run.subtotal_of)[i];
-      if (s >= 0) {
-        Subtotal& total = t.subtotals[s];
-        total.present = true;
-        total.seconds += slowest.finish[i] - slowest.start[i];
-        total.flops += flops;
-        total.bytes += bytes;
-      }
+    if (run.subtotal_of != nullptr && (*run.subtotal_of)[i] >= 0) {
+      // Busy time of the ops on a stream; the work of every op (a fused interior op's
+      // arithmetic and reads happen inside its consumer's kernel).
+      Subtotal& total = t.subtotals[(*run.subtotal_of)[i]];
+      const bool streamed = op.stream != Stream::kNone;
+      total.present = total.present || streamed || lower_bound || flops > 0 || bytes > 0;
+      if (streamed) total.seconds += slowest.finish[i] - slowest.start[i];
+      total.flops += flops;
+      total.bytes += bytes;
     }
     if (!run.detail) continue;
     TimelineOp& out = t.ops.emplace_back(op);

@@ -130,9 +130,11 @@ struct TimelineOp {
   }
 };
 
-// Busy time and work of a set of ops on the slowest device (Timeline::subtotals).
+// Busy time and work of a set of ops on the slowest device (Timeline::subtotals): the busy
+// time (finish − start) of its ops on a stream, the FLOPs and HBM bytes of all of them (fused
+// interior ops included: their work happens inside their consumer's kernel).
 struct Subtotal {
-  bool present = false;  // some op of the set takes time or is not fully timed
+  bool present = false;  // some op of the set takes time, does work or is not fully timed
   double seconds = 0;
   double flops = 0;
   double bytes = 0;
@@ -166,7 +168,7 @@ struct Timeline {
   std::string peak_at;
   // Names of the instructions whose time is not (fully) known; see the header comment.
   std::vector<std::string> untimed;
-  std::vector<std::string> unknown_rates;  // chip rates the costs needed and the chip lacks
+  std::vector<std::string> unknown_rates;  // chip rates the costs needed and the chip lacks, sorted
   // FLOP the module executes on the slowest device (true counts, every op, loops times their
   // trips): the "model flops" of a real module, recomputation included.
   double flops = 0;
@@ -175,9 +177,7 @@ struct Timeline {
   // the module says nothing about its ragged sizes.
   RoutingSpec routing;
   int64_t routed_ops = 0;
-  // Per subtotal the caller asked for (SimulationRun::subtotal_of): the busy time (finish −
-  // start), FLOPs and HBM bytes on the slowest device of its ops that take time or are not
-  // fully timed.
+  // Per subtotal the caller asked for (SimulationRun::subtotal_of), on the slowest device.
   std::vector<Subtotal> subtotals;
 };
 
