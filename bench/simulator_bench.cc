@@ -66,20 +66,13 @@ void Run(benchmark::State& state, const Module* module, const std::string& hw, b
       continue;
     }
     // What `predict --hlo --format=json` does after parsing.
-    absl::StatusOr<PreparedModule> prepared = PrepareModule(*module, *chip, *topology);
-    if (!prepared.ok()) {
-      state.SkipWithError(std::string(prepared.status().message()).c_str());
+    absl::StatusOr<HloSimulation> simulated = SimulateHlo(*module, *chip, *topology, {});
+    if (!simulated.ok()) {
+      state.SkipWithError(std::string(simulated.status().message()).c_str());
       return;
     }
-    const HloPhases phases = HloPhasesOf(*prepared);
-    absl::StatusOr<Timeline> t =
-        Simulate(*prepared, {.subtotal_of = &phases.of, .num_subtotals = phases.count()});
-    if (!t.ok()) {
-      state.SkipWithError(std::string(t.status().message()).c_str());
-      return;
-    }
-    absl::StatusOr<Prediction> p =
-        PredictionFromTimeline(*module, *std::move(t), phases, *chip, *topology);
+    absl::StatusOr<Prediction> p = PredictionFromTimeline(
+        *module, std::move(simulated->timeline), simulated->phases, *chip, *topology);
     if (!p.ok()) {
       state.SkipWithError(std::string(p.status().message()).c_str());
       return;
@@ -101,25 +94,18 @@ void BM_Report100k(benchmark::State& state) {
   const Module* module = Generated();
   const absl::StatusOr<Chip> chip = ResolveChip("tpu_v5p");
   absl::StatusOr<Topology> topology = TopologyForModule(*module, *chip, "");
-  absl::StatusOr<PreparedModule> prepared = PrepareModule(*module, *chip, *topology);
-  if (!prepared.ok()) {
-    state.SkipWithError(std::string(prepared.status().message()).c_str());
-    return;
-  }
-  const HloPhases phases = HloPhasesOf(*prepared);
-  absl::StatusOr<Timeline> t =
-      Simulate(*prepared, {.subtotal_of = &phases.of, .num_subtotals = phases.count()});
-  if (!t.ok()) {
-    state.SkipWithError(std::string(t.status().message()).c_str());
+  absl::StatusOr<HloSimulation> simulated = SimulateHlo(*module, *chip, *topology, {});
+  if (!simulated.ok()) {
+    state.SkipWithError(std::string(simulated.status().message()).c_str());
     return;
   }
   for (auto _ : state) {
     // The report takes its timeline: a copy per iteration, as predict --hlo has one.
     state.PauseTiming();
-    Timeline copy = *t;
+    Timeline copy = simulated->timeline;
     state.ResumeTiming();
     absl::StatusOr<Prediction> p =
-        PredictionFromTimeline(*module, std::move(copy), phases, *chip, *topology);
+        PredictionFromTimeline(*module, std::move(copy), simulated->phases, *chip, *topology);
     if (state.range(0) == 1) benchmark::DoNotOptimize(FormatPredictionTable(*p));
     if (state.range(0) == 2) benchmark::DoNotOptimize(PredictionJson(*p));
     benchmark::DoNotOptimize(p);

@@ -87,6 +87,16 @@ HloPhases HloPhasesOf(const PreparedModule& prepared) {
   return phases;
 }
 
+absl::StatusOr<HloSimulation> SimulateHlo(const Module& module, const Chip& chip,
+                                          const Topology& topology, const RoutingSpec& routing) {
+  PERFSIM_ASSIGN_OR_RETURN(PreparedModule prepared, PrepareModule(module, chip, topology));
+  HloSimulation s{.phases = HloPhasesOf(prepared)};
+  PERFSIM_ASSIGN_OR_RETURN(s.timeline, Simulate(prepared, {.routing = routing,
+                                                           .subtotal_of = &s.phases.of,
+                                                           .num_subtotals = s.phases.count()}));
+  return s;
+}
+
 absl::StatusOr<Prediction> PredictionFromTimeline(const Module& module, Timeline t,
                                                   const HloPhases& phases, const Chip& chip,
                                                   const Topology& topology) {
@@ -182,14 +192,10 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
   };
   absl::StatusOr<Topology> topology = TopologyForModule(**module, *chip, flags.Get("mesh"));
   if (!topology.ok()) return ReportStatus(topology.status(), io);
-  absl::StatusOr<PreparedModule> prepared = PrepareModule(**module, *chip, *topology);
-  if (!prepared.ok()) return ReportStatus(located(prepared.status()), io);
-  const HloPhases phases = HloPhasesOf(*prepared);
-  absl::StatusOr<Timeline> timeline =
-      Simulate(*prepared, {.routing = *std::move(routing),
-                           .subtotal_of = &phases.of,
-                           .num_subtotals = phases.count()});
-  if (!timeline.ok()) return ReportStatus(located(timeline.status()), io);
+  absl::StatusOr<HloSimulation> simulated = SimulateHlo(**module, *chip, *topology, *routing);
+  if (!simulated.ok()) return ReportStatus(located(simulated.status()), io);
+  const HloPhases& phases = simulated->phases;
+  Timeline* timeline = &simulated->timeline;
   // What the report reads of the timeline after the Prediction has taken it.
   const std::string module_name = timeline->module;
   const bool fused = timeline->fused;
@@ -197,7 +203,7 @@ int RunPredictHlo(const ParsedFlags& flags, CliIo& io) {
   const RoutingSpec used_routing = timeline->routing;
   const std::vector<std::string> untimed = timeline->untimed;
   absl::StatusOr<Prediction> prediction =
-      PredictionFromTimeline(**module, *std::move(timeline), phases, *chip, *topology);
+      PredictionFromTimeline(**module, std::move(*timeline), phases, *chip, *topology);
   if (!prediction.ok()) return ReportStatus(prediction.status(), io);
   const Prediction& p = *prediction;
   if (flags.Has("trace")) {

@@ -2,12 +2,9 @@
 // model-agnostic simulator (sim/simulator/simulator.h), reported as `perfsim predict` reports
 // its own lowering (sim/report/predict_report.h: the same table, JSON keys and trace).
 //
-//   PERFSIM_ASSIGN_OR_RETURN(PreparedModule prepared, PrepareModule(module, chip, topology));
-//   HloPhases phases = HloPhasesOf(prepared);
-//   PERFSIM_ASSIGN_OR_RETURN(Timeline t, Simulate(prepared, {.routing = r,
-//       .subtotal_of = &phases.of, .num_subtotals = phases.count()}));
-//   PERFSIM_ASSIGN_OR_RETURN(Prediction p,
-//                            PredictionFromTimeline(module, std::move(t), phases, chip, topology));
+//   PERFSIM_ASSIGN_OR_RETURN(HloSimulation s, SimulateHlo(module, chip, topology, routing));
+//   PERFSIM_ASSIGN_OR_RETURN(Prediction p, PredictionFromTimeline(module,
+//                            std::move(s.timeline), s.phases, chip, topology));
 //   io.out << PredictionJson(p);
 //
 // The report's parts for a module with no model behind it:
@@ -55,6 +52,15 @@ struct HloPhases {
   int32_t count() const { return static_cast<int32_t>(names.size()); }
 };
 HloPhases HloPhasesOf(const PreparedModule& prepared);
+
+// PrepareModule, HloPhasesOf and Simulate with those phases as subtotals: what predict --hlo
+// runs before its report (the module, chip and topology must outlive the result).
+struct HloSimulation {
+  HloPhases phases;
+  Timeline timeline;
+};
+absl::StatusOr<HloSimulation> SimulateHlo(const Module& module, const Chip& chip,
+                                          const Topology& topology, const RoutingSpec& routing);
 
 // The report's Prediction of a module simulated with `phases` as its subtotals (the parts
 // listed above; ReportTimeline, sim/predict/predict.h). Its options hold predict's embedded
