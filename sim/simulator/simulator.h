@@ -6,10 +6,12 @@
 //   PERFSIM_ASSIGN_OR_RETURN(Timeline t, SimulateModule(module, chip, topology, {}));
 //   t.step_seconds;                  // the slowest device's finish time
 //   t.exposed_communication;         // communication the schedule failed to hide
-//   t.ops[i];                        // entry instruction i: duration, stream, bound, op_name ...
-//   t.schedule.device(d).start[i];   // when it starts on device d
+//   t.ops[i];                        // schedule op i (steps 1, 7): duration, stream, bound ...
+//   t.schedule.device(d).start[i];   // when it starts on simulated device d
+// Many routings of one module: PrepareModule once, then Simulate per routing (below).
 //
-// What it reads: nothing but the module (no model, no lowering). What it does:
+// What it reads: nothing but the module and its annotations (no model, no lowering). What it
+// does:
 //   1. Every instruction of the entry computation is one schedule op (sim/schedule), and so
 //      is every instruction of a computation the entry calls (`call`, inlined recursively: a
 //      shard_map's all-reduce inside a call is a collective of its own, on the communication
