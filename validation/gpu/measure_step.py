@@ -1,0 +1,858 @@
+#!/usr/bin/env python3
+"""Measures a whole dense-transformer training step and its pieces with JAX on one GPU.
+
+Writes perfsim measurement rows (the 27 columns of shared/reference/calibration.csv, as
+measure_moe.py writes them; its COLUMNS, Timer and software_versions are imported, not copied),
+calibration data for the whole-training-step prediction (issue 13). In priority order (the run
+stops starting new measurements once --budget-s has passed, so the first ones matter most):
+
+  1. whole_step          one training step of a Llama-3-8B-shaped model cut to L=4 decoder
+                         layers, then to L=2 (so that the per-layer slope (t4 - t2) / 2 and the
+                         fixed part t2 - 2 * slope separate): embedding gather, L decoder layers,
+                         final RMSNorm, untied LM head, fp32 softmax cross-entropy, jax.grad,
+                         hand-written AdamW over fp32 master weights and fp32 moments that also
+                         writes the bf16 parameters. Params and optimizer state are donated.
+  2. layer_decoder       one decoder layer (RMSNorm, Q/K/V projections, RoPE, causal GQA
+                         attention, output projection, residual, RMSNorm, SwiGLU FFN, residual),
+                         forward alone, and forward + backward (gradients of x and every weight).
+  3. layer_dense_ffn     the SwiGLU FFN alone, silu(x W0) * (x W1) W2, forward and forward +
+                         backward, for Llama-3-8B (D=4096, F=14336) and DeepSeek-V3's dense
+                         layers (D=7168, F=18432), T=8192 tokens.
+  4. op_lm_head_loss     final RMSNorm + LM head [T, D] x [D, V] + fp32 softmax cross-entropy,
+                         forward and forward + backward, D=4096, V=128256, T=8192.
+  5. op_optimizer_adamw  the AdamW update alone over one decoder layer's parameters (218.1M):
+                         memory-bound; the notes give the bytes moved and GB/s.
+
+Shapes (Llama-3-8B): D=4096, 32 query heads, 8 KV heads, head dim 128, F=14336, vocab 128256,
+batch 1 x sequence 8192; bf16 parameters and activations; attention through
+jax.nn.dot_product_attention(..., is_causal=True, implementation="cudnn") on a GPU ("xla" on a
+CPU, or --attention).
+
+Method: as measure_moe.py's Timer. Every function is lowered and compiled once (the compile
+time and XLA's cost_analysis / memory_analysis come from that executable), run --warmup times,
+then --reps calls are each timed alone (dispatch to block_until_ready: the `derived` "one call
+alone" figures) and --batches batches of --reps calls are dispatched back to back and waited
+for; the row's value is the median time per call over the batches (us). The training step and
+the optimizer donate their state, so their calls are chained (each call's outputs are the next
+call's inputs) exactly like a training loop; the other functions are called on the same inputs.
+
+Analytic FLOPs (the notes' convention: a matmul [m, k] x [k, n] is 2·m·k·n FLOPs; causal
+attention is counted as half of the S x S square; backward = 2x forward, so forward + backward
+= 3x forward; element-wise work (norms, RoPE, softmax, SiLU, AdamW) and the embedding gather are
+not counted). T = B·S tokens; H query heads, KV key/value heads, Dh head dim.
+
+  One decoder layer, forward:
+    Q, K, V projections   2·T·D·(H + 2·KV)·Dh      [T, D] x [D, (H + 2 KV) Dh]
+    attention scores      2·B·H·S·S·Dh / 2          Q K^T per head, causal half
+    attention values      2·B·H·S·S·Dh / 2          P V per head, causal half
+    output projection     2·T·H·Dh·D
+    SwiGLU FFN            3 · 2·T·D·F               W0, W1 (D -> F), W2 (F -> D)
+  Llama-3-8B, B=1, S=8192 (T=8192):
+    QKV  2·8192·4096·6144            =   412.32 GFLOP
+    attn 2·32·8192²·128              =   549.76 GFLOP (both matmuls)
+    O    2·8192·4096·4096            =   274.88 GFLOP
+    FFN  6·8192·4096·14336           = 2,886.22 GFLOP
+    layer forward                    = 4,123.2 GFLOP; forward + backward 12,369.5 GFLOP
+  LM head: 2·T·D·V = 2·8192·4096·128256 = 8,607.1 GFLOP forward (25,821.3 forward + backward)
+  Whole step, L layers: 3·(L·4,123.2 + 8,607.1) GFLOP: L=4 75.30 TFLOP, L=2 50.56 TFLOP.
+  A flash-attention backward recomputes the scores (5 causal-half matmuls, not 4): the notes
+  also give that "executed" count (+ B·H·S²·Dh per layer, 274.9 GFLOP at these shapes).
+  Dense FFN alone: 6·T·D·F: Llama 2,886.2 GFLOP, DeepSeek-V3 (7168 x 18432) 6,493.9 GFLOP fwd.
+  Parameters of one layer: D·(H + 2 KV)·Dh + H·Dh·D + 3·D·F + 2·D = 218,112,000; the embedding
+  and the head 128256·4096 = 525,336,576 each. AdamW bytes per parameter: read bf16 grad (2),
+  fp32 master, m, v (12); write fp32 master, m, v (12), bf16 param (2) = 28 B: one layer
+  6.107 GB, the L=4 model's 1,923.1M parameters 53.8 GB.
+XLA's own count (cost_analysis "flops", in the notes) counts every HLO op, element-wise
+included; on a CPU the "xla" attention computes (and XLA counts) the whole S x S square; on a GPU
+it most likely counts nothing for the cuDNN attention custom call (not checked here). Checked on
+a CPU at the full shapes (--dry-run --compile, jax 0.10.2, "xla" attention): FFN and LM head
+1.000-1.001x the analytic count; decoder layer fwd and fwd_bwd 1.138x, whole step L=4 1.091x,
+L=2 1.068x, which is the full square (expected 1.133x, 1.133x, 1.088x, 1.065x) plus 0.3-0.5% of
+element-wise work.
+The fwd_bwd functions return the forward output as well as the gradients, so that XLA cannot
+drop the forward's last matmul (which no gradient needs) and the work is the 3x counted.
+
+Usage (on a GPU machine with jax[cuda] installed):
+  python3 validation/gpu/measure_step.py --out $OUT/h200_step.csv --id-prefix S --budget-s 330
+CPU check of the script itself (timings meaningless, do not commit them):
+  python3 validation/gpu/measure_step.py --platform cpu --tiny --out /tmp/step_cpu.csv
+  python3 validation/gpu/measure_step.py --platform cpu --dry-run   # full shapes, no running
+"""
+
+import argparse
+import csv
+import datetime
+import gc
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure_moe  # noqa: E402  (COLUMNS, UNIT, Timer, software_versions; no side effects)
+
+CATEGORIES = ["whole_step", "layer_decoder", "layer_dense_ffn", "op_lm_head_loss",
+              "op_optimizer_adamw"]
+
+# AdamW hyper-parameters (values only matter for numerical sanity, not for the time).
+LR, BETA1, BETA2, EPS, WEIGHT_DECAY = 3e-4, 0.9, 0.95, 1e-8, 0.1
+ADAMW_BYTES_PER_PARAM = 28  # see the module docstring
+
+
+class Config:
+    """A Llama-like dense transformer's shapes."""
+
+    def __init__(self, name, model, d, heads, kv_heads, head_dim, ffn, vocab, batch, seq):
+        assert heads % kv_heads == 0
+        self.name, self.model = name, model
+        self.d, self.heads, self.kv_heads, self.head_dim = d, heads, kv_heads, head_dim
+        self.ffn, self.vocab, self.batch, self.seq = ffn, vocab, batch, seq
+
+    @property
+    def tokens(self):
+        return self.batch * self.seq
+
+    def layer_params(self):
+        return (self.d * (self.heads + 2 * self.kv_heads) * self.head_dim
+                + self.heads * self.head_dim * self.d + 3 * self.d * self.ffn + 2 * self.d)
+
+    def model_params(self, layers):
+        return layers * self.layer_params() + 2 * self.vocab * self.d + self.d
+
+    def layer_fwd_flops(self):
+        t, d, hd = self.tokens, self.d, self.head_dim
+        qkv = 2 * t * d * (self.heads + 2 * self.kv_heads) * hd
+        attention = 2 * (2 * self.batch * self.heads * self.seq * self.seq * hd) // 2
+        out = 2 * t * self.heads * hd * d
+        ffn = 3 * 2 * t * d * self.ffn
+        return qkv + attention + out + ffn
+
+    def attention_half_matmul_flops(self):
+        """One causal-half S x S x Dh matmul over every head: 2·B·H·S·S·Dh / 2."""
+        return self.batch * self.heads * self.seq * self.seq * self.head_dim
+
+    def head_fwd_flops(self):
+        return 2 * self.tokens * self.d * self.vocab
+
+    def shape_text(self):
+        return (f"batch={self.batch}; seq={self.seq}; d={self.d}; heads={self.heads}; "
+                f"kv_heads={self.kv_heads}; head_dim={self.head_dim}; ffn={self.ffn}; "
+                f"vocab={self.vocab}")
+
+
+LLAMA = Config("llama3_8b", "Llama-3-8B", 4096, 32, 8, 128, 14336, 128256, 1, 8192)
+TINY = Config("tiny_llama", "tiny Llama-3-8B-like", 64, 4, 2, 16, 96, 160, 1, 128)
+# Dense SwiGLU FFN points: (name, model, D, F); T = the config's tokens.
+FULL_FFN = [("llama3_8b", "Llama-3-8B", 4096, 14336),
+            ("deepseek_v3_dense", "DeepSeek-V3 (dense layers)", 7168, 18432)]
+TINY_FFN = [("tiny_a", "tiny (D != F)", 64, 96), ("tiny_b", "tiny (D != F)", 112, 80)]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default=None, help="CSV file to write (overwritten)")
+    p.add_argument("--platform", default=None,
+                   help="JAX platform (gpu, cpu); default: JAX's choice")
+    p.add_argument("--tiny", action="store_true", help="small shapes (a CPU check)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--batches", type=int, default=3)
+    p.add_argument("--budget-s", type=float, default=330.0,
+                   help="start no measurement once this many seconds have passed")
+    p.add_argument("--id-prefix", default="S", help="row ids are PREFIX001, PREFIX002, ...")
+    p.add_argument("--only", default=None,
+                   help="comma-separated categories to run (default all): " + ",".join(CATEGORIES))
+    p.add_argument("--attention", default="auto", choices=["auto", "cudnn", "xla"],
+                   help="dot_product_attention implementation (auto: cudnn on a GPU, else xla)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="allocate and run nothing: jax.eval_shape every function on abstract "
+                        "inputs and print the analytic FLOPs (with --compile, also lower and "
+                        "compile on this platform and print XLA's cost_analysis)")
+    p.add_argument("--compile", action="store_true", help="with --dry-run: compile too")
+    args = p.parse_args(argv)
+    if not args.dry_run and not args.out:
+        p.error("--out is required unless --dry-run")
+    if args.only:
+        unknown = [c for c in args.only.split(",") if c not in CATEGORIES]
+        if unknown:
+            p.error(f"unknown categories {unknown}; known: {CATEGORIES}")
+    return args
+
+
+# ---------------------------------------------------------------------------------------------
+# The model (jax is imported inside the functions: importing this module has no side effects).
+
+def rms_norm(x, w, eps=1e-5):
+    import jax
+    import jax.numpy as jnp
+    x32 = x.astype(jnp.float32)
+    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+    return (y * w.astype(jnp.float32)).astype(x.dtype)
+
+
+def rope_tables(seq, head_dim, theta=500000.0):
+    """cos, sin [seq, head_dim / 2] in fp32 (Llama 3's theta), made on the host."""
+    import numpy as np
+    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    angles = np.outer(np.arange(seq, dtype=np.float64), inv)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+def apply_rope(x, cos, sin):
+    """x [B, S, N, Dh], rotate-half form, in fp32."""
+    import jax.numpy as jnp
+    x32 = x.astype(jnp.float32)
+    x1, x2 = jnp.split(x32, 2, axis=-1)
+    c, s = cos[None, :, None, :], sin[None, :, None, :]
+    return jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1).astype(x.dtype)
+
+
+def swiglu(x, w0, w1, w2):
+    import jax
+    return (jax.nn.silu(x @ w0) * (x @ w1)) @ w2
+
+
+def decoder_layer(p, x, cos, sin, cfg, impl):
+    """x [B, S, D] -> [B, S, D]; p: attn_norm, wq, wk, wv, wo, ffn_norm, w0, w1, w2."""
+    import jax
+    b, s, _ = x.shape
+    h = rms_norm(x, p["attn_norm"])
+    q = (h @ p["wq"]).reshape(b, s, cfg.heads, cfg.head_dim)
+    k = (h @ p["wk"]).reshape(b, s, cfg.kv_heads, cfg.head_dim)
+    v = (h @ p["wv"]).reshape(b, s, cfg.kv_heads, cfg.head_dim)
+    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    a = jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation=impl)
+    x = x + a.reshape(b, s, cfg.heads * cfg.head_dim) @ p["wo"]
+    h = rms_norm(x, p["ffn_norm"])
+    return x + swiglu(h, p["w0"], p["w1"], p["w2"])
+
+
+def cross_entropy(logits, targets):
+    """Mean softmax cross-entropy in fp32; logits [..., V] (any dtype), targets [...] int."""
+    import jax
+    import jax.numpy as jnp
+    logits = logits.astype(jnp.float32)
+    picked = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - picked)
+
+
+def lm_head_loss(x, norm_w, head, targets):
+    return cross_entropy(rms_norm(x, norm_w) @ head, targets)
+
+
+def model_loss(params, tokens, targets, cos, sin, cfg, impl):
+    import jax.numpy as jnp
+    x = jnp.take(params["embed"], tokens, axis=0)  # [B, S, D]
+    for layer in params["layers"]:
+        x = decoder_layer(layer, x, cos, sin, cfg, impl)
+    return lm_head_loss(x, params["final_norm"], params["head"], targets)
+
+
+def adamw(params, master, m, v, count, grads):
+    """One AdamW step in fp32 over pytrees: returns (bf16 params, master, m, v, count)."""
+    import jax
+    import jax.numpy as jnp
+    count = count + 1
+    t = count.astype(jnp.float32)
+    c1 = 1.0 - BETA1 ** t
+    c2 = 1.0 - BETA2 ** t
+
+    def one(p, w, mm, vv, g):
+        g = g.astype(jnp.float32)
+        mm = BETA1 * mm + (1.0 - BETA1) * g
+        vv = BETA2 * vv + (1.0 - BETA2) * g * g
+        w = w - LR * ((mm / c1) / (jnp.sqrt(vv / c2) + EPS) + WEIGHT_DECAY * w)
+        return w.astype(p.dtype), w, mm, vv
+
+    out = jax.tree_util.tree_map(one, params, master, m, v, grads)
+    treedef = jax.tree_util.tree_structure(params)
+    leaves = treedef.flatten_up_to(out)
+    unzip = [treedef.unflatten([leaf[i] for leaf in leaves]) for i in range(4)]
+    return unzip[0], unzip[1], unzip[2], unzip[3], count
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: every array through one maker, real (on the device) or abstract (--dry-run).
+
+class Maker:
+    def __init__(self, abstract, seed=0):
+        import jax
+        self.abstract = abstract
+        self.key = jax.random.PRNGKey(seed)
+
+    def _next(self):
+        import jax
+        self.key, sub = jax.random.split(self.key)
+        return sub
+
+    def normal(self, shape, dtype, scale=1.0):
+        import jax
+        import jax.numpy as jnp
+        if self.abstract:
+            return jax.ShapeDtypeStruct(shape, dtype)
+        return (jax.random.normal(self._next(), shape, jnp.float32) * scale).astype(dtype)
+
+    def ones(self, shape, dtype):
+        import jax
+        import jax.numpy as jnp
+        return jax.ShapeDtypeStruct(shape, dtype) if self.abstract else jnp.ones(shape, dtype)
+
+    def zeros_like(self, tree):
+        import jax
+        import jax.numpy as jnp
+        if self.abstract:
+            return tree
+        return jax.tree_util.tree_map(jnp.zeros_like, tree)
+
+    def ints(self, shape, high):
+        import jax
+        import jax.numpy as jnp
+        if self.abstract:
+            return jax.ShapeDtypeStruct(shape, jnp.int32)
+        return jax.random.randint(self._next(), shape, 0, high, jnp.int32)
+
+    def scalar_int(self, value):
+        import jax
+        import jax.numpy as jnp
+        if self.abstract:
+            return jax.ShapeDtypeStruct((), jnp.int32)
+        return jnp.asarray(value, jnp.int32)
+
+    def cast(self, tree, dtype):
+        import jax
+        if self.abstract:
+            return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, dtype), tree)
+        return jax.tree_util.tree_map(lambda a: a.astype(dtype), tree)
+
+    def host(self, array):
+        import jax
+        import jax.numpy as jnp
+        if self.abstract:
+            return jax.ShapeDtypeStruct(array.shape, array.dtype)
+        return jnp.asarray(array)
+
+
+def make_layer(mk, cfg, dtype):
+    d, hd = cfg.d, cfg.head_dim
+    return {
+        "attn_norm": mk.ones((d,), dtype),
+        "wq": mk.normal((d, cfg.heads * hd), dtype, d ** -0.5),
+        "wk": mk.normal((d, cfg.kv_heads * hd), dtype, d ** -0.5),
+        "wv": mk.normal((d, cfg.kv_heads * hd), dtype, d ** -0.5),
+        "wo": mk.normal((cfg.heads * hd, d), dtype, (cfg.heads * hd) ** -0.5),
+        "ffn_norm": mk.ones((d,), dtype),
+        "w0": mk.normal((d, cfg.ffn), dtype, d ** -0.5),
+        "w1": mk.normal((d, cfg.ffn), dtype, d ** -0.5),
+        "w2": mk.normal((cfg.ffn, d), dtype, cfg.ffn ** -0.5),
+    }
+
+
+def make_rope(mk, cfg):
+    cos, sin = rope_tables(cfg.seq, cfg.head_dim)
+    return mk.host(cos), mk.host(sin)
+
+
+def param_count(tree):
+    import jax
+    return sum(math.prod(a.shape) for a in jax.tree_util.tree_leaves(tree))
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases: one row each. build(mk) -> (function, args, donate_argnums, n_state, extra notes).
+# A stateful case (n_state > 0) returns its first n_state arguments, updated, then one more
+# output (the loss, or nothing); its calls are chained.
+
+class Case:
+    def __init__(self, category, op, model, cfg_text, build, flops=None, exec_flops=None,
+                 bytes_moved=None, d="", f="", tokens="", seq_len="", global_batch="",
+                 metric="", backend=""):
+        self.category, self.op, self.model = category, op, model
+        self.op_shape = f"{cfg_text}; op={op}"
+        self.build, self.flops, self.exec_flops, self.bytes_moved = build, flops, exec_flops, \
+            bytes_moved
+        self.d, self.f, self.tokens = d, f, tokens
+        self.seq_len, self.global_batch = seq_len, global_batch
+        self.metric, self.backend = metric, backend
+
+    @property
+    def label(self):
+        return f"{self.category} {self.op_shape.split(';')[0]} {self.op}"
+
+
+def whole_step_cases(cfg, impl, attention_word, backend):
+    import jax
+    import jax.numpy as jnp
+    cases = []
+    for layers in (4, 2):
+        def build(mk, layers=layers):
+            master = {
+                "embed": mk.normal((cfg.vocab, cfg.d), jnp.float32, 1.0),
+                "layers": [make_layer(mk, cfg, jnp.float32) for _ in range(layers)],
+                "final_norm": mk.ones((cfg.d,), jnp.float32),
+                "head": mk.normal((cfg.d, cfg.vocab), jnp.float32, cfg.d ** -0.5),
+            }
+            params = mk.cast(master, jnp.bfloat16)
+            m, v = mk.zeros_like(master), mk.zeros_like(master)
+            tokens = mk.ints((cfg.batch, cfg.seq), cfg.vocab)
+            targets = mk.ints((cfg.batch, cfg.seq), cfg.vocab)
+            cos, sin = make_rope(mk, cfg)
+
+            def step(params, master, m, v, count, tokens, targets, cos, sin):
+                loss, grads = jax.value_and_grad(model_loss)(params, tokens, targets, cos, sin,
+                                                             cfg, impl)
+                params, master, m, v, count = adamw(params, master, m, v, count, grads)
+                return params, master, m, v, count, loss
+
+            n = param_count(master)
+            note = (f"{n:,} parameters; AdamW moves {ADAMW_BYTES_PER_PARAM} B/param "
+                    f"= {ADAMW_BYTES_PER_PARAM * n / 1e9:.4g} GB per step (not in the FLOPs)")
+            return (step, (params, master, m, v, mk.scalar_int(0), tokens, targets, cos, sin),
+                    (0, 1, 2, 3, 4), 5, note)
+
+        fwd = layers * cfg.layer_fwd_flops() + cfg.head_fwd_flops()
+        cases.append(Case(
+            "whole_step", "fwd_bwd_adamw", f"{cfg.model} ({layers} layers)",
+            f"model={cfg.name}_{layers}layers; layers={layers}; {cfg.shape_text()}; "
+            f"attention={attention_word}; embedding=untied; norm=rmsnorm; ffn_act=swiglu; "
+            f"rope=yes; params=bf16; master=fp32; adam_moments=fp32; loss=fp32_softmax_xent; "
+            f"optimizer=adamw; donated=params,master,m,v",
+            build, flops=3 * fwd,
+            exec_flops=3 * fwd + layers * cfg.attention_half_matmul_flops(),
+            d=cfg.d, f=cfg.ffn, tokens=cfg.tokens, seq_len=cfg.seq, global_batch=cfg.batch,
+            metric="device time of one training step (embedding, decoder layers, LM head, fp32 "
+                   "cross-entropy, backward, AdamW)",
+            backend=backend))
+    return cases
+
+
+def layer_decoder_cases(cfg, impl, attention_word, backend):
+    import jax
+    import jax.numpy as jnp
+    shape = (f"model={cfg.name}_layer; {cfg.shape_text()}; attention={attention_word}; "
+             f"norm=rmsnorm; ffn_act=swiglu; rope=yes; params=bf16")
+
+    def inputs(mk):
+        p = make_layer(mk, cfg, jnp.bfloat16)
+        x = mk.normal((cfg.batch, cfg.seq, cfg.d), jnp.bfloat16)
+        cos, sin = make_rope(mk, cfg)
+        return p, x, cos, sin
+
+    def build_fwd(mk):
+        p, x, cos, sin = inputs(mk)
+        return (lambda p_, x_, c_, s_: decoder_layer(p_, x_, c_, s_, cfg, impl),
+                (p, x, cos, sin), (), 0, "")
+
+    def build_fwd_bwd(mk):
+        p, x, cos, sin = inputs(mk)
+        ct = mk.normal((cfg.batch, cfg.seq, cfg.d), jnp.bfloat16)
+
+        def fwd_bwd(p_, x_, c_, s_, ct_):
+            out, vjp = jax.vjp(lambda pp, xx: decoder_layer(pp, xx, c_, s_, cfg, impl), p_, x_)
+            return out, vjp(ct_)
+
+        return (fwd_bwd, (p, x, cos, sin, ct), (), 0,
+                "returns the output and the gradients of x and every weight")
+
+    fwd = cfg.layer_fwd_flops()
+    half = cfg.attention_half_matmul_flops()
+    common = dict(d=cfg.d, f=cfg.ffn, tokens=cfg.tokens, seq_len=cfg.seq,
+                  global_batch=cfg.batch, backend=backend)
+    return [
+        Case("layer_decoder", "fwd", f"{cfg.model} (one decoder layer)", shape, build_fwd,
+             flops=fwd, exec_flops=fwd, metric="device time of one decoder layer (forward)",
+             **common),
+        Case("layer_decoder", "fwd_bwd", f"{cfg.model} (one decoder layer)", shape,
+             build_fwd_bwd, flops=3 * fwd, exec_flops=3 * fwd + half,
+             metric="device time of one decoder layer (forward and backward: gradients of x "
+                    "and every weight)", **common),
+    ]
+
+
+def dense_ffn_cases(points, tokens, backend):
+    import jax
+    import jax.numpy as jnp
+    cases = []
+    for name, model, d, f in points:
+        def inputs(mk, d=d, f=f):
+            return (mk.normal((tokens, d), jnp.bfloat16),
+                    mk.normal((d, f), jnp.bfloat16, d ** -0.5),
+                    mk.normal((d, f), jnp.bfloat16, d ** -0.5),
+                    mk.normal((f, d), jnp.bfloat16, f ** -0.5))
+
+        def build_fwd(mk, inputs=inputs):
+            return swiglu, inputs(mk), (), 0, ""
+
+        def build_fwd_bwd(mk, inputs=inputs, d=d):
+            args = inputs(mk)
+            ct = mk.normal((tokens, d), jnp.bfloat16)
+
+            def fwd_bwd(x, w0, w1, w2, ct_):
+                out, vjp = jax.vjp(swiglu, x, w0, w1, w2)
+                return out, vjp(ct_)
+
+            return (fwd_bwd, args + (ct,), (), 0,
+                    "returns the output and the gradients of x, W0, W1, W2")
+
+        shape = f"model={name}_ffn; tokens={tokens}; d={d}; ffn={f}; act=swiglu; dtype=bf16"
+        fwd = 6 * tokens * d * f
+        for op, build, flops in (("fwd", build_fwd, fwd), ("fwd_bwd", build_fwd_bwd, 3 * fwd)):
+            cases.append(Case(
+                "layer_dense_ffn", op, f"{model} (dense SwiGLU FFN)", shape, build,
+                flops=flops, exec_flops=flops, d=d, f=f, tokens=tokens,
+                metric=f"device time of the dense SwiGLU FFN ({op})", backend=backend))
+    return cases
+
+
+def lm_head_cases(cfg, backend):
+    import jax
+    import jax.numpy as jnp
+    t = cfg.tokens
+
+    def inputs(mk):
+        return (mk.normal((t, cfg.d), jnp.bfloat16), mk.ones((cfg.d,), jnp.bfloat16),
+                mk.normal((cfg.d, cfg.vocab), jnp.bfloat16, cfg.d ** -0.5),
+                mk.ints((t,), cfg.vocab))
+
+    def build_fwd(mk):
+        return lm_head_loss, inputs(mk), (), 0, ""
+
+    def build_fwd_bwd(mk):
+        return (jax.value_and_grad(lm_head_loss, argnums=(0, 1, 2)), inputs(mk), (), 0,
+                "loss and gradients of x, the norm weight and the head")
+
+    shape = (f"model={cfg.name}_lm_head; tokens={t}; d={cfg.d}; vocab={cfg.vocab}; "
+             f"norm=rmsnorm; logits=bf16_matmul_then_fp32; loss=fp32_softmax_xent")
+    fwd = cfg.head_fwd_flops()
+    return [Case("op_lm_head_loss", op, f"{cfg.model} (LM head + loss)", shape, build,
+                 flops=flops, exec_flops=flops, d=cfg.d, tokens=t,
+                 metric=f"device time of the final RMSNorm, LM head and fp32 cross-entropy "
+                        f"({op})", backend=backend)
+            for op, build, flops in (("fwd", build_fwd, fwd), ("fwd_bwd", build_fwd_bwd,
+                                                               3 * fwd))]
+
+
+def optimizer_cases(cfg, backend):
+    import jax.numpy as jnp
+    n = cfg.layer_params()
+
+    def build(mk):
+        master = make_layer(mk, cfg, jnp.float32)
+        params = mk.cast(master, jnp.bfloat16)
+        m, v = mk.zeros_like(master), mk.zeros_like(master)
+        grads = make_layer(mk, cfg, jnp.bfloat16)
+
+        def step(params, master, m, v, count, grads):
+            return adamw(params, master, m, v, count, grads) + (None,)
+
+        return step, (params, master, m, v, mk.scalar_int(0), grads), (0, 1, 2, 3, 4), 5, ""
+
+    shape = (f"model={cfg.name}_layer_params; params={n}; d={cfg.d}; heads={cfg.heads}; "
+             f"kv_heads={cfg.kv_heads}; head_dim={cfg.head_dim}; ffn={cfg.ffn}; master=fp32; "
+             f"adam_moments=fp32; grads_in=bf16; params_out=bf16; donated=params,master,m,v")
+    return [Case("op_optimizer_adamw", "adamw", f"{cfg.model} (one decoder layer's parameters)",
+                 shape, build, bytes_moved=ADAMW_BYTES_PER_PARAM * n, d=cfg.d, f=cfg.ffn,
+                 metric="device time of the AdamW update of one decoder layer's parameters",
+                 backend=backend)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing.
+
+def time_chained(fn, args, n_state, warmup, reps, batches):
+    """Timer's method for a function whose first n_state inputs are donated and returned
+    updated: every call takes the previous call's state (a training loop). Returns the timing
+    dict of measure_moe.Timer and the last auxiliary output."""
+    import jax
+    state, rest = tuple(args[:n_state]), tuple(args[n_state:])
+    aux = None
+
+    def call(state):
+        out = fn(*state, *rest)
+        return tuple(out[:n_state]), out[n_state]
+
+    for _ in range(warmup):
+        state, aux = call(state)
+        jax.block_until_ready((state, aux))
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        state, aux = call(state)
+        jax.block_until_ready((state, aux))
+        samples.append((time.perf_counter() - start) * 1e6)
+    pipelined = []
+    for _ in range(batches):
+        start = time.perf_counter()
+        auxes = []
+        for _ in range(reps):
+            state, aux = call(state)
+            auxes.append(aux)
+        jax.block_until_ready((state, auxes))
+        pipelined.append((time.perf_counter() - start) * 1e6 / reps)
+    import statistics
+    timing = {"value": statistics.median(pipelined), "low": min(pipelined),
+              "high": max(pipelined), "single": statistics.median(samples),
+              "single_low": min(samples), "single_high": max(samples)}
+    del state
+    return timing, aux
+
+
+def xla_costs(compiled):
+    """(flops, bytes accessed) from cost_analysis (a dict, a list of dicts, or None)."""
+    try:
+        cost = compiled.cost_analysis()
+    except Exception:  # not every backend / version has it
+        return None, None
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else None
+    if not cost:
+        return None, None
+    return cost.get("flops"), cost.get("bytes accessed")
+
+
+def xla_memory(compiled):
+    try:
+        mem = compiled.memory_analysis()
+    except Exception:
+        return None
+    if mem is None:
+        return None
+    try:
+        return (f"XLA memory_analysis: arguments {mem.argument_size_in_bytes / 2**30:.4g} GiB, "
+                f"outputs {mem.output_size_in_bytes / 2**30:.4g} GiB, aliased "
+                f"{mem.alias_size_in_bytes / 2**30:.4g} GiB, temporaries "
+                f"{mem.temp_size_in_bytes / 2**30:.4g} GiB")
+    except AttributeError:
+        return None
+
+
+def tflop(flops):
+    return f"{flops / 1e12:.4g} TFLOP"
+
+
+def flop_notes(case, seconds, xla_flops, xla_bytes):
+    parts = []
+    if case.flops:
+        parts.append(f"analytic {tflop(case.flops)} (matmuls 2·m·n·k, causal attention as half "
+                     f"the S x S square, backward = 2x forward, element-wise work not counted) "
+                     f"= {case.flops / seconds / 1e12:.4g} TFLOP/s achieved")
+        if case.exec_flops and case.exec_flops != case.flops:
+            parts.append(f"{tflop(case.exec_flops)} if the attention backward recomputes the "
+                         f"scores as a flash-attention kernel does (5 causal-half matmuls, not "
+                         f"4) = {case.exec_flops / seconds / 1e12:.4g} TFLOP/s")
+    if case.bytes_moved:
+        parts.append(f"{case.bytes_moved / 1e9:.4g} GB moved ({ADAMW_BYTES_PER_PARAM} B per "
+                     f"parameter: bf16 grad in, fp32 master, m, v in and out, bf16 param out) = "
+                     f"{case.bytes_moved / seconds / 1e9:.4g} GB/s achieved")
+    if xla_flops is not None:
+        ratio = f" ({xla_flops / case.flops:.3f}x the analytic count)" if case.flops else ""
+        parts.append(f"XLA cost_analysis flops {tflop(xla_flops)}{ratio}")
+    if xla_bytes is not None:
+        parts.append(f"XLA cost_analysis bytes accessed {xla_bytes / 1e9:.4g} GB")
+    return parts
+
+
+def run_case(case, args, timer, device):
+    """Builds, compiles, times one case: (timing, notes parts, rate) or raises."""
+    import jax
+    mk = Maker(abstract=False)
+    fn, fn_args, donate, n_state, extra = case.build(mk)
+    jax.block_until_ready(fn_args)
+    start = time.perf_counter()
+    compiled = jax.jit(fn, donate_argnums=donate).lower(*fn_args).compile()
+    compile_s = time.perf_counter() - start
+    xla_flops, xla_bytes = xla_costs(compiled)
+    memory = xla_memory(compiled)
+    if n_state:
+        timing, aux = time_chained(compiled, fn_args, n_state, args.warmup, args.reps,
+                                   args.batches)
+    else:
+        timing, aux = timer(compiled, *fn_args), None
+    seconds = timing["value"] / 1e6
+    notes = flop_notes(case, seconds, xla_flops, xla_bytes)
+    notes.append(f"compile {compile_s:.1f} s")
+    if memory:
+        notes.append(memory)
+    if extra:
+        notes.append(extra)
+    if aux is not None and getattr(aux, "shape", None) == ():
+        notes.append(f"loss after the timed steps {float(aux):.4f}")
+    del fn_args, compiled, aux
+    return timing, notes
+
+
+def dry_run_case(case, args):
+    import jax
+    mk = Maker(abstract=True)
+    fn, fn_args, donate, n_state, extra = case.build(mk)
+    out = jax.eval_shape(fn, *fn_args)
+    leaves = jax.tree_util.tree_leaves(out)
+    size = sum(math.prod(leaf.shape) * leaf.dtype.itemsize for leaf in leaves)
+    in_size = sum(math.prod(leaf.shape) * leaf.dtype.itemsize
+                  for leaf in jax.tree_util.tree_leaves(fn_args))
+    line = (f"{case.label}: eval_shape ok, inputs {in_size / 2**30:.2f} GiB, {len(leaves)} "
+            f"outputs {size / 2**30:.2f} GiB")
+    if case.flops:
+        line += f"; analytic {tflop(case.flops)}"
+    if case.bytes_moved:
+        line += f"; {case.bytes_moved / 1e9:.3f} GB"
+    if args.compile:
+        start = time.perf_counter()
+        compiled = jax.jit(fn, donate_argnums=donate).lower(*fn_args).compile()
+        xla_flops, xla_bytes = xla_costs(compiled)
+        line += f"; compiled in {time.perf_counter() - start:.1f} s"
+        if xla_flops is not None:
+            line += f"; XLA flops {tflop(xla_flops)}"
+            if case.flops:
+                line += f" ({xla_flops / case.flops:.3f}x analytic)"
+        if xla_bytes is not None:
+            line += f", bytes {xla_bytes / 1e9:.3f} GB"
+    print(line, flush=True)
+
+
+def main(argv):
+    t0 = time.perf_counter()
+    args = parse_args(argv)
+    if args.platform:
+        os.environ["JAX_PLATFORMS"] = args.platform
+    import jax
+
+    device = jax.devices()[0]
+    impl = args.attention
+    if impl == "auto":
+        impl = "cudnn" if device.platform == "gpu" else "xla"
+    attention_word = f"{impl}_causal"
+    cfg = TINY if args.tiny else LLAMA
+    ffn_points = TINY_FFN if args.tiny else FULL_FFN
+    backend = (f"jax.jit, XLA ({device.platform}); attention jax.nn.dot_product_attention "
+               f"implementation={impl}, is_causal=True; hand-written AdamW")
+    plain_backend = f"jax.jit, XLA ({device.platform})"
+
+    cases = (whole_step_cases(cfg, impl, attention_word, backend)
+             + layer_decoder_cases(cfg, impl, attention_word, backend)
+             + dense_ffn_cases(ffn_points, cfg.tokens, plain_backend)
+             + lm_head_cases(cfg, plain_backend)
+             + optimizer_cases(cfg, plain_backend + "; hand-written AdamW (fp32)"))
+    if args.only:
+        wanted = set(args.only.split(","))
+        cases = [c for c in cases if c.category in wanted]
+
+    if args.dry_run:
+        if impl == "cudnn" and device.platform != "gpu":
+            # Trace check only: let the cuDNN attention's shape checks and abstract evaluation
+            # run without a GPU (it cannot be lowered or compiled here).
+            from jax._src.cudnn import fused_attention_stablehlo
+            fused_attention_stablehlo.check_cudnn_version = lambda: 91000
+            print("dry run of the cudnn attention without a GPU: cuDNN's version check "
+                  "stubbed (eval_shape only)", flush=True)
+        failed = 0
+        for case in cases:
+            try:
+                dry_run_case(case, args)
+            except Exception as error:
+                failed += 1
+                print(f"FAILED {case.label}: {type(error).__name__}: {str(error)[:300]}",
+                      flush=True)
+        print(f"dry run: {len(cases) - failed} of {len(cases)} cases ok ({device.platform})")
+        return 1 if failed else 0
+
+    timer = measure_moe.Timer(args.warmup, args.reps, args.batches)
+    today = datetime.date.today().isoformat()
+    source = (f"validation/gpu/measure_step.py on {device.device_kind}; "
+              f"{measure_moe.software_versions(device)}")
+    method = (f"value: median over {args.batches} batches of {args.reps} calls dispatched back "
+              f"to back, per call; after {args.warmup} warm-up calls")
+    rows, skipped, failed = [], [], []
+    out_file = open(args.out, "w", newline="")
+    writer = csv.DictWriter(out_file, fieldnames=measure_moe.COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    out_file.flush()
+
+    def add(case, timing, notes):
+        rows.append({
+            "id": f"{args.id_prefix}{len(rows) + 1:03d}",
+            "group": "perfsim validation/gpu",
+            "category": case.category,
+            "hardware": device.device_kind,
+            "num_chips": "1",
+            "interconnect_topology": "n/a",
+            "model": case.model,
+            "E": "", "K": "", "D": str(case.d), "F": str(case.f),
+            "shared_experts": "",
+            "tokens": f"{case.tokens} tokens" if case.tokens else "",
+            "seq_len": str(case.seq_len), "global_batch": str(case.global_batch),
+            "dtype": "bf16",
+            "parallelism": "single device",
+            "backend_kernel": case.backend,
+            "op_shape": case.op_shape,
+            "metric": case.metric,
+            "value": f"{timing['value']:.2f}",
+            "unit": measure_moe.UNIT,
+            "derived": (f"batches min {timing['low']:.2f} us, max {timing['high']:.2f} us; "
+                        f"one call alone (dispatch to block_until_ready): median "
+                        f"{timing['single']:.2f} us, min {timing['single_low']:.2f} us, max "
+                        f"{timing['single_high']:.2f} us"),
+            "completeness": "full",
+            "date": today,
+            "source": source,
+            "notes": "; ".join([method] + notes),
+        })
+        # Written as it goes: a run cut short keeps what it measured.
+        writer.writerow(rows[-1])
+        out_file.flush()
+
+    print(f"{len(cases)} measurements on {device.device_kind} ({device.platform}), attention "
+          f"{impl}, budget {args.budget_s:.0f} s", flush=True)
+    for i, case in enumerate(cases):
+        elapsed = time.perf_counter() - t0
+        if elapsed > args.budget_s:
+            skipped = cases[i:]
+            print(f"budget of {args.budget_s:.0f} s spent ({elapsed:.0f} s): skipping "
+                  f"{len(skipped)}: " + "; ".join(c.label for c in skipped), flush=True)
+            break
+        start = time.perf_counter()
+        try:
+            timing, notes = run_case(case, args, timer, device)
+        except Exception as error:  # cuDNN missing, out of memory, ...: record nothing
+            failed.append(case)
+            print(f"FAILED {case.label}: {type(error).__name__}: {str(error)[:400]}",
+                  flush=True)
+        else:
+            add(case, timing, notes)
+            seconds = timing["value"] / 1e6
+            rate = ""
+            if case.flops:
+                rate = f", {case.flops / seconds / 1e12:.4g} TFLOP/s"
+            if case.bytes_moved:
+                rate += f", {case.bytes_moved / seconds / 1e9:.4g} GB/s"
+            print(f"{rows[-1]['id']} {case.category} {case.model} op={case.op}: "
+                  f"{timing['value']:.2f} us (alone {timing['single']:.2f} us){rate}; "
+                  f"{time.perf_counter() - start:.1f} s incl. compile; "
+                  f"elapsed {time.perf_counter() - t0:.0f} s", flush=True)
+        # The inputs and the executable were local to run_case; collect them (and, after a
+        # failure, the traceback's frames) before the next measurement allocates its own.
+        # jax.clear_caches() is not called: it would also drop the small programs that make the
+        # inputs, which every later measurement would then compile again.
+        gc.collect()
+    out_file.close()
+
+    print(f"\nwrote {len(rows)} rows to {args.out} ({device.device_kind}) in "
+          f"{time.perf_counter() - t0:.0f} s; {len(failed)} failed, {len(skipped)} skipped")
+    for row in rows:
+        print(f"  {row['id']} {row['category']:<18} {row['model']:<45} "
+              f"{row['op_shape'].split('op=')[-1]:<14} {float(row['value']):>12.2f} us")
+    steps = {r["op_shape"].split("layers=")[1].split(";")[0]: float(r["value"])
+             for r in rows if r["category"] == "whole_step"}
+    if "4" in steps and "2" in steps:
+        slope = (steps["4"] - steps["2"]) / 2
+        print(f"  whole step: per layer (t4 - t2) / 2 = {slope:.2f} us; fixed part "
+              f"(embedding, head, loss and their optimizer) t2 - 2 slope = "
+              f"{steps['2'] - 2 * slope:.2f} us")
+    for case in failed:
+        print(f"  FAILED {case.label}")
+    for case in skipped:
+        print(f"  SKIPPED {case.label}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
