@@ -96,4 +96,62 @@ int64_t ModelConfig::SharedFlopsPerToken() const {
 
 int64_t ModelConfig::RouterFlopsPerToken() const { return 2 * d_model() * num_experts(); }
 
+bool ModelConfig::IsMoeLayer(int64_t layer) const {
+  if (layer < 0 || layer >= proto_.num_layers()) return false;
+  const int64_t interval = proto_.moe_layer_interval();
+  if (interval > 1) return (layer + 1) % interval == 0;
+  return layer >= proto_.num_dense_layers();
+}
+
+AttentionScope ModelConfig::LayerAttentionScope(int64_t layer) const {
+  const AttentionSpec& a = proto_.attention();
+  if (a.layer_scopes_size() == 0 || layer < 0) return ATTENTION_SCOPE_GLOBAL;
+  return a.layer_scopes(static_cast<int>(layer % a.layer_scopes_size()));
+}
+
+bool ModelConfig::LayerHasRope(int64_t layer) const {
+  if (!has_attention() || layer < 0) return false;
+  const int64_t interval = proto_.attention().nope_layer_interval();
+  return interval == 0 || (layer + 1) % interval != 0;
+}
+
+int64_t ModelConfig::QueryWidth() const {
+  const AttentionSpec& a = proto_.attention();
+  if (is_mla())
+    return a.num_query_heads() * (a.mla().qk_nope_head_dim() + a.mla().qk_rope_head_dim());
+  return a.num_query_heads() * a.head_dim();
+}
+
+int64_t ModelConfig::KeyWidth() const {
+  const AttentionSpec& a = proto_.attention();
+  // MLA decompresses one key per head (its rope part shared by all heads, then broadcast).
+  if (is_mla()) return QueryWidth();
+  return a.num_kv_heads() * a.head_dim();
+}
+
+int64_t ModelConfig::ValueWidth() const {
+  const AttentionSpec& a = proto_.attention();
+  if (is_mla()) return a.num_query_heads() * a.mla().v_head_dim();
+  return a.num_kv_heads() * a.head_dim();
+}
+
+int64_t ModelConfig::AttentionParamsPerLayer() const {
+  if (!has_attention()) return 0;
+  const AttentionSpec& a = proto_.attention();
+  const int64_t d = d_model();
+  const int64_t heads = a.num_query_heads();
+  if (!is_mla()) {
+    // q and out are D x H·Dh; k and v are D x Hkv·Dh.
+    return 2 * d * QueryWidth() + d * (KeyWidth() + ValueWidth());
+  }
+  const MlaSpec& m = a.mla();
+  const int64_t q_head = m.qk_nope_head_dim() + m.qk_rope_head_dim();
+  const int64_t q = m.q_lora_rank() == 0 ? d * heads * q_head
+                                         : d * m.q_lora_rank() + m.q_lora_rank() * heads * q_head;
+  // wkv_a: D -> kv_lora + rope (the latent, the shared rotary key); wkv_b: kv_lora -> H·(nope + v).
+  const int64_t kv = d * (m.kv_lora_rank() + m.qk_rope_head_dim()) +
+                     m.kv_lora_rank() * heads * (m.qk_nope_head_dim() + m.v_head_dim());
+  return q + kv + heads * m.v_head_dim() * d;
+}
+
 }  // namespace perfsim

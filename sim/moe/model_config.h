@@ -6,7 +6,14 @@
 //   model.experts_per_group();     // E / num_groups = 256 / 8 = 32
 //
 // A ModelConfig always satisfies ValidateModelSpec: D, F, E > 0, 1 <= K <= E, the groups divide
-// E and can supply K experts, the layer counts add up, every dtype and kind is set.
+// E and can supply K experts, the layer counts add up, every dtype and kind is set. When the
+// description has an attention block (every built-in model does): H >= 1, Hkv divides H (MLA:
+// Hkv = H), the MLA sizes are present exactly for MLA, the layer-scope pattern fits in the layers
+// and has a window exactly when some layer is local.
+//
+//   model.attention().kind();          // ATTENTION_KIND_MLA
+//   model.AttentionParamsPerLayer();   // 187,105,280 (see below)
+//   model.IsMoeLayer(2);               // false: DeepSeek-V3's first 3 layers are dense
 //
 // Defaults are applied before validation, so proto() may differ from the file: an unset
 // router.num_groups becomes 1 (no grouping), an unset router.topk_groups becomes num_groups, an
@@ -77,6 +84,37 @@ class ModelConfig {
 
   // Bytes of one routed expert's weights in param_dtype: ParamsPerExpert()·DTypeBytes.
   int64_t BytesPerExpert() const { return ParamsPerExpert() * DTypeBytes(proto_.param_dtype()); }
+
+  // --- The rest of the decoder layer (proto/model.proto AttentionSpec, NormSpec). ---
+
+  // False for a description of the MoE block alone; the attention figures below are then 0.
+  bool has_attention() const { return proto_.has_attention(); }
+  const AttentionSpec& attention() const { return proto_.attention(); }
+  bool is_mla() const { return proto_.attention().kind() == ATTENTION_KIND_MLA; }
+
+  // Layer `layer` (0-based) has routed experts: with moe_layer_interval n > 1 when
+  // (layer + 1) % n == 0 (Llama 4 Maverick: layers 1, 3, ..., 47), otherwise when
+  // layer >= num_dense_layers (DeepSeek-V3: layers 3 to 60).
+  bool IsMoeLayer(int64_t layer) const;
+  // The scope of layer `layer`: layer_scopes[layer % size]; GLOBAL when the pattern is empty or
+  // there is no attention block. GPT-OSS: SLIDING_WINDOW on even layers, GLOBAL on odd ones.
+  AttentionScope LayerAttentionScope(int64_t layer) const;
+  // Layer `layer` rotates q and k; false on the NoPE layers (Llama 4: 3, 7, ..., 47) and
+  // without an attention block.
+  bool LayerHasRope(int64_t layer) const;
+
+  // Per token, all heads together, elements: the query (= key) width H·Dh (MLA:
+  // H·(qk_nope + qk_rope)), the key/value width of the K/V heads Hkv·Dh (MLA: as the query) and
+  // the value width Hkv·Dh (MLA: H·v_head_dim), which the output projection reads.
+  int64_t QueryWidth() const;
+  int64_t KeyWidth() const;
+  int64_t ValueWidth() const;
+  // Attention weights of one layer (biases, norms and sinks excluded), elements:
+  //   GQA: D·H·Dh (q) + 2·D·Hkv·Dh (k, v) + H·Dh·D (out);
+  //   MLA: D·q_lora + q_lora·H·(nope + rope) (q; D·H·(nope + rope) when q_lora = 0)
+  //        + D·(kv_lora + rope) + kv_lora·H·(nope + v) (kv) + H·v·D (out).
+  // DeepSeek-V3: 48,758,784 + 20,905,984 + 117,440,512 = 187,105,280.
+  int64_t AttentionParamsPerLayer() const;
 
  private:
   explicit ModelConfig(ModelSpec proto) : proto_(std::move(proto)) {}
