@@ -35,10 +35,11 @@ Chip MustLoad(const std::string& name) {
   return *std::move(chip);
 }
 
-TEST(Hardware, BuiltinChipsAreTheElevenDescribedGenerations) {
-  EXPECT_THAT(BuiltinChipNames(),
-              ElementsAre("gpu_a100", "gpu_b200", "gpu_gb200", "gpu_h100", "gpu_h200", "gpu_h800",
-                          "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu_v7x"));
+TEST(Hardware, BuiltinChipsAreTheThirteenDescribedGenerations) {
+  EXPECT_THAT(
+      BuiltinChipNames(),
+      ElementsAre("gpu_a100", "gpu_b200", "gpu_b300", "gpu_gb200", "gpu_gb300", "gpu_h100",
+                  "gpu_h200", "gpu_h800", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu_v7x"));
 }
 
 class BuiltinChipTest : public ::testing::TestWithParam<std::string> {};
@@ -97,6 +98,13 @@ TEST(Hardware, SpotChecksAgreeWithTheReferenceRows) {
   // "NVIDIA B200,peak_fp4_dense,9000,TFLOP/s"; "NVIDIA GB200,nvswitch_domain,72,GPUs".
   EXPECT_EQ(MustLoad("gpu_b200").PeakMatmulFlopsPerSecond(MatmulDtype::kFp4), 9e15);
   EXPECT_EQ(MustLoad("gpu_gb200").DefaultSliceChips(), 72);
+  // "NVIDIA GB300,nvswitch_domain,72,GPUs"; "NVIDIA B300,nvlink,...,8-GPU domain";
+  // "NVIDIA GB300,peak_fp4_dense,15000,TFLOP/s"; "NVIDIA GB300,scaleout_per_gpu,800,Gb/s".
+  EXPECT_EQ(MustLoad("gpu_gb300").DefaultSliceChips(), 72);
+  EXPECT_EQ(MustLoad("gpu_b300").DefaultSliceChips(), 8);
+  EXPECT_EQ(MustLoad("gpu_gb300").PeakMatmulFlopsPerSecond(MatmulDtype::kFp4), 15e15);
+  EXPECT_EQ(MustLoad("gpu_gb300").proto().interconnect().scale_out_bytes_per_second_per_chip(),
+            800e9 / 8);
   // "NVIDIA A100 SXM4 80GB,smem_per_sm_max,164,KB" (Ampere tuning guide).
   EXPECT_EQ(MustLoad("gpu_a100").ScratchPhysicalBytes(), 164 * 1024);
   // "NVIDIA H800 SXM5,scaleout_per_gpu,400,Gb/s CX7 IB" = 50 GB/s (DeepEP README).
@@ -170,6 +178,8 @@ TEST(Hardware, PeaksBandwidthsAndCoresMatchTheReferenceCsv) {
       {"NVIDIA H200 SXM 141GB", "gpu_h200"},
       {"NVIDIA B200 (HGX/DGX)", "gpu_b200"},
       {"NVIDIA GB200 (NVL72)", "gpu_gb200"},
+      {"NVIDIA GB300 (NVL72, Blackwell Ultra)", "gpu_gb300"},
+      {"NVIDIA B300 (HGX/DGX, Blackwell Ultra)", "gpu_b300"},
   };
   int checked = 0;
   std::string line;
@@ -207,8 +217,8 @@ TEST(Hardware, PeaksBandwidthsAndCoresMatchTheReferenceCsv) {
     }
     ++checked;
   }
-  // 10 chips x (bf16, HBM bandwidth, cores) at least, plus the TPU-only rows.
-  EXPECT_GE(checked, 40);
+  // 10 chips x (bf16, HBM bandwidth, cores) at least, plus the TPU-only rows, plus GB300 and B300.
+  EXPECT_GE(checked, 48);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -307,8 +317,9 @@ TEST(HardwareValidation, RejectsRatesOutsideThePlausibleRange) {
   EXPECT_THAT(message, HasSubstr("interconnect.dimensions[0].latency_seconds: expected seconds "
                                  "in [0, 1); got 3.6e+03"));
   // Every built-in chip is inside every range.
-  for (const char* name : {"tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu_v7x", "gpu_a100",
-                           "gpu_h100", "gpu_h200", "gpu_h800", "gpu_b200", "gpu_gb200"}) {
+  for (const char* name :
+       {"tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu_v7x", "gpu_a100", "gpu_h100", "gpu_h200",
+        "gpu_h800", "gpu_b200", "gpu_gb200", "gpu_b300", "gpu_gb300"}) {
     EXPECT_THAT(Chip::FromProto(MustLoad(name).proto()).status(), IsOk()) << name;
   }
 }
