@@ -169,6 +169,16 @@ def parse_args(argv):
                         "inputs and print the analytic FLOPs (with --compile, also lower and "
                         "compile on this platform and print XLA's cost_analysis)")
     p.add_argument("--compile", action="store_true", help="with --dry-run: compile too")
+    p.add_argument("--step-layers", default="4,2",
+                   help="comma-separated decoder layer counts of the whole_step rows")
+    p.add_argument("--remat", action="store_true",
+                   help="whole_step: rematerialise each decoder layer in the backward "
+                        "(jax.checkpoint around the layer, nothing saved: MaxText's "
+                        "remat_policy=full, Megatron's --recompute-granularity full)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="override the Llama config's batch (sequences)")
+    p.add_argument("--seq", type=int, default=None,
+                   help="override the Llama config's sequence length (tokens)")
     args = p.parse_args(argv)
     if not args.dry_run and not args.out:
         p.error("--out is required unless --dry-run")
@@ -240,11 +250,17 @@ def lm_head_loss(x, norm_w, head, targets):
     return cross_entropy(rms_norm(x, norm_w) @ head, targets)
 
 
-def model_loss(params, tokens, targets, cos, sin, cfg, impl):
+def model_loss(params, tokens, targets, cos, sin, cfg, impl, remat=False):
+    import jax
     import jax.numpy as jnp
     x = jnp.take(params["embed"], tokens, axis=0)  # [B, S, D]
+    layer_fn = decoder_layer
+    if remat:
+        # Full rematerialisation: the layer keeps only its input; the backward re-runs its
+        # forward (cfg and impl are static Python values).
+        layer_fn = jax.checkpoint(decoder_layer, static_argnums=(4, 5))
     for layer in params["layers"]:
-        x = decoder_layer(layer, x, cos, sin, cfg, impl)
+        x = layer_fn(layer, x, cos, sin, cfg, impl)
     return lm_head_loss(x, params["final_norm"], params["head"], targets)
 
 
@@ -379,11 +395,11 @@ class Case:
         return f"{self.category} {self.op_shape.split(';')[0]} {self.op}"
 
 
-def whole_step_cases(cfg, impl, attention_word, backend):
+def whole_step_cases(cfg, impl, attention_word, backend, layer_counts=(4, 2), remat=False):
     import jax
     import jax.numpy as jnp
     cases = []
-    for layers in (4, 2):
+    for layers in layer_counts:
         def build(mk, layers=layers):
             master = {
                 "embed": mk.normal((cfg.vocab, cfg.d), jnp.float32, 1.0),
@@ -399,7 +415,7 @@ def whole_step_cases(cfg, impl, attention_word, backend):
 
             def step(params, master, m, v, count, tokens, targets, cos, sin):
                 loss, grads = jax.value_and_grad(model_loss)(params, tokens, targets, cos, sin,
-                                                             cfg, impl)
+                                                             cfg, impl, remat)
                 params, master, m, v, count = adamw(params, master, m, v, count, grads)
                 return params, master, m, v, count, loss
 
@@ -410,18 +426,25 @@ def whole_step_cases(cfg, impl, attention_word, backend):
                     (0, 1, 2, 3, 4), 5, note)
 
         fwd = layers * cfg.layer_fwd_flops() + cfg.head_fwd_flops()
+        # Model FLOPs stay 3x the forward; with full remat the hardware also re-runs every
+        # layer's forward once in the backward.
+        recompute = layers * cfg.layer_fwd_flops() if remat else 0
         cases.append(Case(
-            "whole_step", "fwd_bwd_adamw", f"{cfg.model} ({layers} layers)",
+            "whole_step", "fwd_bwd_adamw", f"{cfg.model} ({layers} layers"
+            + (", full remat)" if remat else ")"),
             f"model={cfg.name}_{layers}layers; layers={layers}; {cfg.shape_text()}; "
             f"attention={attention_word}; embedding=untied; norm=rmsnorm; ffn_act=swiglu; "
             f"rope=yes; params=bf16; master=fp32; adam_moments=fp32; loss=fp32_softmax_xent; "
-            f"optimizer=adamw; donated=params,master,m,v",
+            f"optimizer=adamw; donated=params,master,m,v; remat={'full' if remat else 'none'}",
             build, flops=3 * fwd,
-            exec_flops=3 * fwd + layers * cfg.attention_half_matmul_flops(),
+            exec_flops=3 * fwd + recompute + layers * cfg.attention_half_matmul_flops(),
             d=cfg.d, f=cfg.ffn, tokens=cfg.tokens, seq_len=cfg.seq, global_batch=cfg.batch,
             metric="device time of one training step (embedding, decoder layers, LM head, fp32 "
                    "cross-entropy, backward, AdamW)",
             backend=backend))
+        if remat:
+            cases[-1].exec_what = ("executed with full remat (every layer's forward run again "
+                                   "in the backward) and the flash backward's recomputed scores")
     return cases
 
 
@@ -636,9 +659,10 @@ def flop_notes(case, seconds, xla_flops, xla_bytes):
                      f"the S x S square, backward = 2x forward, element-wise work not counted) "
                      f"= {case.flops / seconds / 1e12:.4g} TFLOP/s achieved")
         if case.exec_flops and case.exec_flops != case.flops:
-            parts.append(f"{tflop(case.exec_flops)} if the attention backward recomputes the "
-                         f"scores as a flash-attention kernel does (5 causal-half matmuls, not "
-                         f"4) = {case.exec_flops / seconds / 1e12:.4g} TFLOP/s")
+            what = getattr(case, "exec_what", "if the attention backward recomputes the scores "
+                           "as a flash-attention kernel does (5 causal-half matmuls, not 4)")
+            parts.append(f"{tflop(case.exec_flops)} {what} = "
+                         f"{case.exec_flops / seconds / 1e12:.4g} TFLOP/s")
     if case.bytes_moved:
         parts.append(f"{case.bytes_moved / 1e9:.4g} GB moved ({ADAMW_BYTES_PER_PARAM} B per "
                      f"parameter: bf16 grad in, fp32 master, m, v in and out, bf16 param out) = "
@@ -722,12 +746,16 @@ def main(argv):
         impl = "cudnn" if device.platform == "gpu" else "xla"
     attention_word = f"{impl}_causal"
     cfg = TINY if args.tiny else LLAMA
+    if args.batch is not None or args.seq is not None:
+        cfg = Config(cfg.name, cfg.model, cfg.d, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn,
+                     cfg.vocab, args.batch or cfg.batch, args.seq or cfg.seq)
+    layer_counts = [int(n) for n in args.step_layers.split(",")]
     ffn_points = TINY_FFN if args.tiny else FULL_FFN
     backend = (f"jax.jit, XLA ({device.platform}); attention jax.nn.dot_product_attention "
                f"implementation={impl}, is_causal=True; hand-written AdamW")
     plain_backend = f"jax.jit, XLA ({device.platform})"
 
-    cases = (whole_step_cases(cfg, impl, attention_word, backend)
+    cases = (whole_step_cases(cfg, impl, attention_word, backend, layer_counts, args.remat)
              + layer_decoder_cases(cfg, impl, attention_word, backend)
              + dense_ffn_cases(ffn_points, cfg.tokens, plain_backend)
              + lm_head_cases(cfg, plain_backend)
