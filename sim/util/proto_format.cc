@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/descriptor.h"
-#include "google/protobuf/util/json_util.h"
 #include "sim/util/status.h"
 
 namespace perfsim {
@@ -247,21 +246,6 @@ std::string ProtoToJson(const Message& message) {
   std::string out;
   AppendJson(message, 0, out);
   out += "\n";
-  return out;
-}
-
-std::string ReportJson(const Message& report) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string out;
-  // Printing fails only for a message the printer cannot describe (an Any with an unknown
-  // type); reports have none.
-  const auto printed = google::protobuf::util::MessageToJsonString(report, &out, options);
-  PERFSIM_CHECK(printed.ok());
-  // The printer ends its add_whitespace form with a newline; one, whatever its version does.
-  if (out.empty() || out.back() != '\n') out += '\n';
   return out;
 }
 
