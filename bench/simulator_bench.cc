@@ -7,15 +7,21 @@
 //                          PredictionFromTimeline and the JSON report.
 //   BM_Report100k/0,1,2     the report stages alone: PredictionFromTimeline; + the table;
 //                          + the JSON.
+//   BM_PredictHloCommand100k  the whole command on the module as a file: read, parse, verify,
+//                          simulate, report, JSON; BM_ParseVerifyOnly100k: `hlo check` of it.
 //   BM_PredictHloMoeEpGrad the committed 8-device expert-parallel MoE gradient (XLA:CPU
 //                          compiled, 1097 instructions, ragged all-to-alls) on tpu_v7x.
 // Modules are parsed once, outside the timed loop (parse_verify_bench times parsing).
 #include <benchmark/benchmark.h>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "bench/generated_module.h"
+#include "cli/cli.h"
 #include "cli/predict_hlo.h"
 #include "sim/hw/chip_registry.h"
 #include "sim/ir/hlo_parser.h"
@@ -112,6 +118,46 @@ void BM_Report100k(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Report100k)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// The whole command, `perfsim predict --hlo FILE --hw tpu_v5p --format=json`, on the generated
+// module written to a file once: read, parse, verify, simulate, report, print (into a string).
+// Reference in the same run: BM_ParseVerifyOnly100k, what any command reading the file pays.
+std::string GeneratedFile() {
+  static const std::string path = [] {
+    const std::string file = "/tmp/perfsim_bench_generated_100k.hlo";
+    std::ofstream(file) << MakeGeneratedModuleText(100000);
+    return file;
+  }();
+  return path;
+}
+
+void BM_PredictHloCommand100k(benchmark::State& state) {
+  const std::vector<std::string> args = {"predict", "--hlo", GeneratedFile(), "--hw", "tpu_v5p",
+                                         "--format=json"};
+  for (auto _ : state) {
+    std::istringstream in;
+    std::ostringstream out, err;
+    if (RunPerfsim(args, in, out, err) != 0) {
+      state.SkipWithError(err.str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(out.str().size());
+  }
+}
+BENCHMARK(BM_PredictHloCommand100k)->Unit(benchmark::kMillisecond);
+
+void BM_ParseVerifyOnly100k(benchmark::State& state) {
+  const std::vector<std::string> args = {"hlo", "check", GeneratedFile()};
+  for (auto _ : state) {
+    std::istringstream in;
+    std::ostringstream out, err;
+    if (RunPerfsim(args, in, out, err) != 0) {
+      state.SkipWithError(err.str().c_str());
+      return;
+    }
+  }
+}
+BENCHMARK(BM_ParseVerifyOnly100k)->Unit(benchmark::kMillisecond);
 
 void BM_PredictHloMoeEpGrad(benchmark::State& state) { Run(state, MoeEpGrad(), "tpu_v7x", true); }
 BENCHMARK(BM_PredictHloMoeEpGrad)->Unit(benchmark::kMillisecond);

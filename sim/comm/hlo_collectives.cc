@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -131,11 +132,53 @@ double AllOperandBytes(const Instruction& instruction) {
 using GroupCollective = absl::StatusOr<CollectiveTime> (*)(double, absl::Span<const int64_t>,
                                                            const Topology&);
 
-// Costs every group and keeps the slowest. With `scale_by_group_size` the payload is `bytes`
-// times the group size (all-gather's result is n shards of the operand).
+}  // namespace
+
+struct CollectiveTimeMemo::State {
+  // (collective, payload bytes, scaled by the group size, group mode, replica groups as
+  // written) -> cost.
+  using Key = std::tuple<GroupCollective, double, bool, int, std::vector<std::vector<int64_t>>>;
+  absl::flat_hash_map<Key, CollectiveCost> costs;
+};
+
+CollectiveTimeMemo::CollectiveTimeMemo() : state_(std::make_unique<State>()) {}
+CollectiveTimeMemo::~CollectiveTimeMemo() = default;
+
+namespace {
+
+absl::StatusOr<CollectiveCost> CostGroupsUncached(const Instruction& instruction,
+                                                  const Topology& topology,
+                                                  GroupCollective collective, double bytes,
+                                                  bool scale_by_group_size);
+
+// CostGroupsUncached through `memo` when there is one.
 absl::StatusOr<CollectiveCost> CostGroups(const Instruction& instruction, const Topology& topology,
                                           GroupCollective collective, double bytes,
-                                          bool scale_by_group_size) {
+                                          bool scale_by_group_size, CollectiveTimeMemo* memo) {
+  absl::StatusOr<CollectiveOpGroupMode> mode = GroupModeOf(instruction);
+  if (memo == nullptr || !mode.ok()) {
+    return CostGroupsUncached(instruction, topology, collective, bytes, scale_by_group_size);
+  }
+  const auto& groups = instruction.attributes().replica_groups;
+  CollectiveTimeMemo::State::Key key{collective, bytes, scale_by_group_size,
+                                     static_cast<int>(*mode),
+                                     groups.has_value() ? groups->groups
+                                                        : std::vector<std::vector<int64_t>>()};
+  auto& costs = memo->state().costs;
+  if (auto it = costs.find(key); it != costs.end()) return it->second;
+  PERFSIM_ASSIGN_OR_RETURN(
+      CollectiveCost cost,
+      CostGroupsUncached(instruction, topology, collective, bytes, scale_by_group_size));
+  costs.emplace(std::move(key), cost);
+  return cost;
+}
+
+// Costs every group and keeps the slowest. With `scale_by_group_size` the payload is `bytes`
+// times the group size (all-gather's result is n shards of the operand).
+absl::StatusOr<CollectiveCost> CostGroupsUncached(const Instruction& instruction,
+                                                  const Topology& topology,
+                                                  GroupCollective collective, double bytes,
+                                                  bool scale_by_group_size) {
   PERFSIM_ASSIGN_OR_RETURN(DeviceGrid grid, GridOf(instruction, topology));
   PERFSIM_ASSIGN_OR_RETURN(auto groups, DeviceGroups(instruction, grid));
   CollectiveCost cost;
@@ -359,18 +402,21 @@ absl::StatusOr<CollectiveCost> CostCollectiveInstruction(const Instruction& inst
     case Opcode::kAllGather:
     case Opcode::kAllGatherStart:
       return CostGroups(instruction, topology, AllGatherTime, AllOperandBytes(instruction),
-                        /*scale_by_group_size=*/true);
+                        /*scale_by_group_size=*/true, options.memo);
     case Opcode::kAllReduce:
     case Opcode::kAllReduceStart:
-      return CostGroups(instruction, topology, AllReduceTime, AllOperandBytes(instruction), false);
+      return CostGroups(instruction, topology, AllReduceTime, AllOperandBytes(instruction), false,
+                        options.memo);
     case Opcode::kCollectiveBroadcast:
       // Scatter from the root then all-gather: per link the bytes of an all-reduce.
-      return CostGroups(instruction, topology, AllReduceTime, AllOperandBytes(instruction), false);
+      return CostGroups(instruction, topology, AllReduceTime, AllOperandBytes(instruction), false,
+                        options.memo);
     case Opcode::kReduceScatter:
       return CostGroups(instruction, topology, ReduceScatterTime, AllOperandBytes(instruction),
-                        false);
+                        false, options.memo);
     case Opcode::kAllToAll:
-      return CostGroups(instruction, topology, AllToAllTime, AllOperandBytes(instruction), false);
+      return CostGroups(instruction, topology, AllToAllTime, AllOperandBytes(instruction), false,
+                        options.memo);
     case Opcode::kCollectivePermute:
     case Opcode::kCollectivePermuteStart:
       return CostPermute(instruction, topology);

@@ -52,6 +52,8 @@
 #include "absl/status/statusor.h"
 #include "sim/comm/collectives.h"
 #include "sim/comm/topology.h"
+#include <memory>
+
 #include "sim/comm/traffic.h"
 #include "sim/ir/instruction.h"
 #include "sim/ir/opcode.h"
@@ -60,10 +62,31 @@ namespace perfsim {
 
 enum class RaggedTraffic { kUniformInput, kFullOutput };
 
+// Group-collective costs of one module already worked out, by what determines them: the
+// collective, its payload, its replica groups and their mode (the module's header and the
+// topology are the same for every instruction of one pass). A lowered step's all-gathers and
+// reduce-scatters of equally sharded weights then cost one analysis. One memo per module and
+// topology; not thread-safe.
+class CollectiveTimeMemo {
+ public:
+  CollectiveTimeMemo();
+  ~CollectiveTimeMemo();
+  CollectiveTimeMemo(const CollectiveTimeMemo&) = delete;
+  CollectiveTimeMemo& operator=(const CollectiveTimeMemo&) = delete;
+
+  struct State;  // hlo_collectives.cc
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 struct CollectiveCostOptions {
   RaggedTraffic ragged_traffic = RaggedTraffic::kUniformInput;
   // Bytes between all devices of the topology for ragged-all-to-all; null = assume as above.
   const TrafficMatrix* traffic = nullptr;
+  // Shared by the calls of one pass over one module on one topology; null: no memo.
+  CollectiveTimeMemo* memo = nullptr;
 };
 
 struct CollectiveCost {

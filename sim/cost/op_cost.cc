@@ -28,6 +28,7 @@ struct CostMemo::State {
   std::unordered_map<const Computation*, absl::StatusOr<OpCost>> times;
   std::optional<cost_internal::Counter> counting;  // options.mode
   std::optional<cost_internal::Counter> truth;     // CostMode::kTrue
+  CollectiveTimeMemo collectives;                  // options.topology's group collectives
 };
 
 CostMemo::CostMemo() : state_(std::make_unique<State>()) {}
@@ -407,8 +408,10 @@ absl::StatusOr<OpCost> CostInstructionUnchecked(const Instruction& instruction, 
   if (IsCollectiveInstruction(instruction)) {
     cost.bound = Bound::kCommunication;
     if (options.topology == nullptr) return cost;  // not timed
+    CollectiveCostOptions collective_options;
+    if (options.memo != nullptr) collective_options.memo = &options.memo->state().collectives;
     absl::StatusOr<CollectiveCost> collective =
-        CostCollectiveInstruction(instruction, *options.topology);
+        CostCollectiveInstruction(instruction, *options.topology, collective_options);
     if (!collective.ok()) return collective.status();
     cost.communication_seconds = collective->seconds;
     cost.seconds = collective->seconds;

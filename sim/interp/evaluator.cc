@@ -26,14 +26,16 @@ absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
   }
   // Iterative post-order DFS from the root over operands and control predecessors, so only
   // what the root depends on runs (dead code is skipped, as XLA would remove it).
+  // slot[i] >= 0: i's place in plan.order; kOnStack: i is being visited (a cycle if met again).
+  constexpr int32_t kOnStack = -1;
   absl::flat_hash_map<const Instruction*, int32_t> slot;
-  absl::flat_hash_map<const Instruction*, bool> on_stack;
+  slot.reserve(computation.instructions().size());
   struct Frame {
     const Instruction* instruction;
     size_t next;
   };
   std::vector<Frame> stack = {{computation.root(), 0}};
-  on_stack[computation.root()] = true;
+  slot[computation.root()] = kOnStack;
   while (!stack.empty()) {
     Frame& top = stack.back();
     const Instruction* inst = top.instruction;
@@ -42,7 +44,6 @@ absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
     if (top.next == n_edges) {
       slot[inst] = static_cast<int32_t>(plan.order.size());
       plan.order.push_back(inst);
-      on_stack[inst] = false;
       stack.pop_back();
       continue;
     }
@@ -50,18 +51,19 @@ absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
                                   ? inst->operands()[top.next]
                                   : inst->control_predecessors()[top.next - n_operands];
     ++top.next;
-    if (slot.contains(next)) continue;
-    if (on_stack[next]) {
+    auto [it, inserted] = slot.try_emplace(next, kOnStack);
+    if (!inserted) {
+      if (it->second != kOnStack) continue;  // done already
       return absl::FailedPreconditionError(absl::StrCat(
           next->name(), ": expected an acyclic computation; got a cycle in ", computation.name()));
     }
-    on_stack[next] = true;
     stack.push_back({next, 0});
   }
   const int32_t n = static_cast<int32_t>(plan.order.size());
   plan.operand_slots.resize(n);
   std::vector<int32_t> last_use(n, -1);
   for (int32_t i = 0; i < n; ++i) {
+    plan.operand_slots[i].reserve(plan.order[i]->operands().size());
     for (const Instruction* operand : plan.order[i]->operands()) {
       const int32_t s = slot.at(operand);
       plan.operand_slots[i].push_back(s);
@@ -72,6 +74,7 @@ absl::StatusOr<ComputationPlan> BuildPlan(const Computation& computation) {
   plan.operand_dies.resize(n);
   for (int32_t i = 0; i < n; ++i) {
     const std::vector<int32_t>& slots = plan.operand_slots[i];
+    plan.operand_dies[i].reserve(slots.size());
     for (size_t k = 0; k < slots.size(); ++k) {
       const bool last = last_use[slots[k]] == i && slots[k] != plan.root_slot;
       const bool unique = std::count(slots.begin(), slots.end(), slots[k]) == 1;

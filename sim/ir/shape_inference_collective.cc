@@ -12,6 +12,7 @@
 // collective dimension.
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -56,7 +57,12 @@ absl::StatusOr<std::optional<int64_t>> GroupSize(const Instruction& instruction)
     const size_t size = groups[0].size();
     const bool uniform =
         instruction.opcode() != Opcode::kAllReduce && instruction.opcode() != Opcode::kAllReduceStart;
-    absl::flat_hash_set<int64_t> seen;
+    // Distinct ids fill 0..n-1 exactly, n = the number of ids: a bitmap over that range, and a
+    // set only for ids beyond it (never valid; kept to report a repeat before the gap).
+    int64_t n = 0;
+    for (const std::vector<int64_t>& group : groups) n += static_cast<int64_t>(group.size());
+    std::vector<bool> seen(n, false);
+    absl::flat_hash_set<int64_t> seen_beyond;
     for (const std::vector<int64_t>& group : groups) {
       if (group.empty() || (uniform && group.size() != size)) {
         return InferError(instruction,
@@ -64,15 +70,21 @@ absl::StatusOr<std::optional<int64_t>> GroupSize(const Instruction& instruction)
                           absl::StrCat("a group of ", group.size()));
       }
       for (int64_t device : group) {
-        if (device < 0 || !seen.insert(device).second) {
+        bool repeated = false;
+        if (device >= 0 && device < n) {
+          repeated = seen[device];
+          seen[device] = true;
+        } else if (device >= n) {
+          repeated = !seen_beyond.insert(device).second;
+        }
+        if (device < 0 || repeated) {
           return InferError(instruction, "distinct non-negative device ids in replica_groups",
                             absl::StrCat(device));
         }
       }
     }
-    const int64_t n = static_cast<int64_t>(seen.size());
     for (int64_t id = 0; id < n; ++id) {
-      if (!seen.contains(id)) {
+      if (!seen[id]) {
         return InferError(instruction,
                           absl::StrCat("replica_groups naming every id 0..", n - 1),
                           absl::StrCat(id, " missing"));

@@ -1,6 +1,7 @@
 #include "sim/lowering/lowering.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -52,17 +53,22 @@ std::vector<std::vector<int64_t>> MeshGroups(const Parallelism& p, std::vector<M
   // A group fixes the coordinates of the axes not in `axes`; members in device order, which is
   // the major-to-minor order of the axes (what an all-gather over several axes concatenates).
   constexpr MeshAxis kAll[] = {MeshAxis::kDp, MeshAxis::kFsdp, MeshAxis::kEp, MeshAxis::kTp};
-  std::vector<std::vector<int64_t>> groups;
-  absl::flat_hash_map<int64_t, int64_t> group_of_key;
+  // A group's index is the mixed-radix number of its fixed coordinates, major to minor: groups
+  // come out in the order of their first device (the one with every grouped coordinate 0).
+  bool grouped[std::size(kAll)];
+  int64_t num_groups = 1;
+  for (size_t k = 0; k < std::size(kAll); ++k) {
+    grouped[k] = std::find(axes.begin(), axes.end(), kAll[k]) != axes.end();
+    if (!grouped[k]) num_groups *= MeshAxisSize(p, kAll[k]);
+  }
+  std::vector<std::vector<int64_t>> groups(num_groups);
+  for (auto& group : groups) group.reserve(p.num_devices() / num_groups);
   for (int64_t device = 0; device < p.num_devices(); ++device) {
-    int64_t key = 0;
-    for (MeshAxis a : kAll) {
-      const bool in = std::find(axes.begin(), axes.end(), a) != axes.end();
-      key = key * MeshAxisSize(p, a) + (in ? 0 : MeshCoord(p, a, device));
+    int64_t index = 0;
+    for (size_t k = 0; k < std::size(kAll); ++k) {
+      if (!grouped[k]) index = index * MeshAxisSize(p, kAll[k]) + MeshCoord(p, kAll[k], device);
     }
-    auto [it, inserted] = group_of_key.try_emplace(key, groups.size());
-    if (inserted) groups.emplace_back();
-    groups[it->second].push_back(device);
+    groups[index].push_back(device);
   }
   return groups;
 }
