@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "sim/moe/ragged_sizes.h"
 
 namespace perfsim {
@@ -70,6 +71,27 @@ Kernel::Projection ProjectionOfRole(absl::string_view role) {
   if (absl::StartsWith(role, "wi.")) return Kernel::PROJECTION_WI;
   if (absl::StartsWith(role, "wo.")) return Kernel::PROJECTION_WO;
   return Kernel::PROJECTION_UNSPECIFIED;
+}
+
+std::string KernelRoleOf(const Kernel& kernel) {
+  absl::string_view weight;
+  switch (kernel.projection()) {
+    case Kernel::PROJECTION_WI: weight = "wi"; break;
+    case Kernel::PROJECTION_WO: weight = "wo"; break;
+    case Kernel::PROJECTION_UNSPECIFIED:
+    case Kernel_Projection_Kernel_Projection_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case Kernel_Projection_Kernel_Projection_INT_MAX_SENTINEL_DO_NOT_USE_: return "";
+  }
+  switch (kernel.kernel()) {
+    case Kernel::KERNEL_GMM: return absl::StrCat(weight, kernel.transpose_rhs() ? ".dlhs" : ".fwd");
+    case Kernel::KERNEL_TGMM: return absl::StrCat(weight, ".drhs");
+    case Kernel::KERNEL_UNSPECIFIED:
+    case Kernel::KERNEL_FUSED_FFN:
+    case Kernel::KERNEL_RAGGED_DOT:
+    case Kernel_Name_Kernel_Name_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case Kernel_Name_Kernel_Name_INT_MAX_SENTINEL_DO_NOT_USE_: return "";
+  }
+  return "";
 }
 
 void AnnotateRouting(const StepSpec& spec, Module& module) {

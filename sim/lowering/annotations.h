@@ -38,6 +38,11 @@ Kernel KernelConfig(Kernel::Name kernel, Kernel::Projection projection, const Gm
 // "wi.fwd", "wo.dlhs", ... -> the projection; unspecified for anything else.
 Kernel::Projection ProjectionOfRole(absl::string_view role);
 
+// The knob a grouped-matmul kernel's tiling comes from, read back from its typed annotation:
+// "wi.fwd", "wi.dlhs" (gmm with the rhs transposed: the input gradient), "wi.drhs" (tgmm: the
+// weight gradient), and the same for "wo"; "" for any other kernel or a projection not named.
+std::string KernelRoleOf(const Kernel& kernel);
+
 // The routing a lowered module's ragged sizes come from (proto/annotation.proto RoutingShape,
 // sim/moe/ragged_sizes.h RoutingLayout::ForStep(spec)), written where a reader needs it:
 // into every RaggedSizes annotation, and as a RaggedTransfer on every ragged-all-to-all, whose

@@ -15,6 +15,7 @@
 #include "sim/ir/custom_call_targets.h"
 #include "sim/lowering/annotations.h"
 #include "sim/moe/step_graph.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -179,15 +180,14 @@ std::string TilingText(const GmmTiling& t) {
 absl::Status CheckKernelTilingOf(const LoweredStep& step, const Instruction& instruction) {
   const bool gmm = IsKernel(instruction, kGmmTarget), tgmm = IsKernel(instruction, kTgmmTarget);
   if (!gmm && !tgmm) return absl::OkStatus();
-  const std::string role = FrontendAttribute(instruction.attributes().frontend_attributes,
-                                             "perfsim_kernel");
+  // The role (which knob's tiling the kernel runs) from its typed annotation; a kernel call
+  // without one (user HLO) has no knob to compare with.
+  const std::string role = instruction.annotation() != nullptr
+                               ? KernelRoleOf(instruction.annotation()->kernel())
+                               : std::string();
   if (role.empty() || instruction.operand_count() < 2) return absl::OkStatus();
   const GmmTiling* knob = TilingKnob(step.spec.knobs, role);
-  if (knob == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        instruction.name(), ": expected perfsim_kernel wi.fwd, wi.dlhs, wi.drhs, wo.fwd, wo.dlhs "
-                            "or wo.drhs; got \"", role, "\""));
-  }
+  PERFSIM_CHECK(knob != nullptr);  // KernelRoleOf names only the six knobs
   const Shape& lhs = instruction.operand(0)->shape();
   const Shape& rhs = instruction.operand(1)->shape();
   if (lhs.rank() != 2 || rhs.rank() < 2) return absl::OkStatus();  // CheckGroupedOperands
@@ -260,42 +260,6 @@ absl::Status CheckKernelRoles(const LoweredStep& step) {
 
 absl::Status CheckRouterPrecision(const LoweredStep& step) {
   return ForEachInstruction(step, CheckRouterPrecisionOf);
-}
-
-void DeclareKernelRole(Instruction* kernel_call, absl::string_view role) {
-  SetFrontendAttribute(kernel_call, "perfsim_kernel", role);
-}
-
-std::string FrontendAttribute(absl::string_view text, absl::string_view key) {
-  for (size_t at = text.find(key); at != absl::string_view::npos; at = text.find(key, at + 1)) {
-    const bool starts = at > 0 && (text[at - 1] == '{' || text[at - 1] == ',');
-    const size_t quote = at + key.size();
-    if (!starts || text.substr(quote, 2) != "=\"") continue;
-    const size_t end = text.find('"', quote + 2);
-    if (end == absl::string_view::npos) return "";
-    return std::string(text.substr(quote + 2, end - quote - 2));
-  }
-  return "";
-}
-
-void SetFrontendAttribute(Instruction* instruction, absl::string_view key,
-                          absl::string_view value) {
-  std::string& text = instruction->mutable_attributes()->frontend_attributes;
-  const std::string entry = absl::StrCat(key, "=\"", value, "\"");
-  if (text.size() < 2) {
-    text = absl::StrCat("{", entry, "}");
-    return;
-  }
-  const std::string k(key);
-  for (size_t at = text.find(k); at != std::string::npos; at = text.find(k, at + 1)) {
-    const bool starts = text[at - 1] == '{' || text[at - 1] == ',';
-    const size_t quote = at + k.size();
-    if (!starts || text.compare(quote, 2, "=\"") != 0) continue;
-    const size_t end = text.find('"', quote + 2);
-    text.replace(at, end + 1 - at, entry);
-    return;
-  }
-  text.insert(text.size() - 1, absl::StrCat(",", entry));
 }
 
 bool IsBackwardInstruction(const Instruction& instruction) {

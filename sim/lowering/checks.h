@@ -79,10 +79,9 @@ absl::Status CheckReceiveBuffers(const LoweredStep& step);
 //                         exchange): Σ ≤ the kExpertRows worst case above
 enum class GroupRows { kAssignments, kAlignedAssignments, kGatheredAssignments, kReceivedRows };
 
-// Marks the group-sizes producer with frontend_attributes={perfsim_groups="..."}, and its
-// annotation with what it holds (RaggedSizes: the device's or the EP group's rows, E_l received
-// groups at r·E_l, gathered groups rolled by r·roll, and the alignment A when A > 1, which the
-// check reads back as ragged.align).
+// Annotates the group-sizes producer with what it holds (RaggedSizes: `holds`, the kind above,
+// which the check reads back; the device's or the EP group's rows, E_l received groups at r·E_l,
+// gathered groups rolled by r·roll, and the alignment A when A > 1, read back as ragged.align).
 void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
                       int64_t roll_per_ep_rank = 0);
 
@@ -92,18 +91,8 @@ void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
 // dim 1), naming the instruction and the formula with its numbers.
 absl::Status CheckGroupSums(const LoweredStep& step);
 
-// The role a kernel custom-call plays, declared by the lowering: frontend_attributes=
-// {perfsim_kernel="wo.dlhs"} for the spec's knobs.wo.dlhs tiling.
-void DeclareKernelRole(Instruction* kernel_call, absl::string_view role);
-
 // All static checks, in the order above.
 absl::Status CheckLoweredStep(const LoweredStep& step);
-
-// frontend_attributes text helpers: the value of `key` ("" when absent), and `key`="value"
-// set (added or replaced) on `instruction`.
-std::string FrontendAttribute(absl::string_view text, absl::string_view key);
-void SetFrontendAttribute(Instruction* instruction, absl::string_view key,
-                          absl::string_view value);
 
 // Whether the instruction's annotation puts it in the backward (sim/lowering/annotations.h
 // StageNameOf gives its stage).

@@ -13,8 +13,6 @@
 namespace perfsim {
 namespace {
 
-constexpr absl::string_view kGroupsKey = "perfsim_groups";
-
 // The declaration's name in messages ("expert_rows: n·T_l·min(K, E_l) = ...").
 absl::string_view ReceivedName(RaggedBuffer::Received received) {
   switch (received) {
@@ -161,22 +159,29 @@ void DeclareTruncatedTo(Instruction* instruction, int64_t rows) {
 
 void DeclareGroupRows(Instruction* group_sizes, GroupRows rows, int64_t align,
                       int64_t roll_per_ep_rank) {
-  SetFrontendAttribute(group_sizes, kGroupsKey, GroupRowsName(rows));
   // What the sizes hold, for predict and CheckGroupSums (proto/annotation.proto RaggedSizes).
   const int64_t count = Rows(*group_sizes, 0);
   UpdateAnnotation(group_sizes, [&](Annotation& a) {
     RaggedSizes& r = *a.mutable_ragged();
     switch (rows) {
       case GroupRows::kAssignments:
-      case GroupRows::kAlignedAssignments: r.set_rows(RaggedSizes::ROWS_DEVICE); break;
+        r.set_rows(RaggedSizes::ROWS_DEVICE);
+        r.set_holds(RaggedSizes::HOLDS_ASSIGNMENTS);
+        break;
+      case GroupRows::kAlignedAssignments:
+        r.set_rows(RaggedSizes::ROWS_DEVICE);
+        r.set_holds(RaggedSizes::HOLDS_ALIGNED_ASSIGNMENTS);
+        break;
       case GroupRows::kGatheredAssignments:
         r.set_rows(RaggedSizes::ROWS_EP_GROUP);
         r.set_roll_per_ep_rank(roll_per_ep_rank);
+        r.set_holds(RaggedSizes::HOLDS_GATHERED_ASSIGNMENTS);
         break;
       case GroupRows::kReceivedRows:
         // The E_l = count experts of EP rank r start at r·E_l.
         r.set_rows(RaggedSizes::ROWS_EP_GROUP);
         r.set_group_offset_per_ep_rank(count);
+        r.set_holds(RaggedSizes::HOLDS_RECEIVED_ROWS);
         break;
     }
     r.set_group_count(count);
@@ -223,25 +228,28 @@ absl::Status CheckGroupSums(const LoweredStep& step) {
       const auto operands = GroupedOperands(*instruction);
       if (!operands.has_value()) continue;
       const auto [sizes, rows] = *operands;
-      const std::string& attributes = sizes->attributes().frontend_attributes;
-      const std::string kind = FrontendAttribute(attributes, kGroupsKey);
+      const RaggedSizes& ragged = sizes->annotation() != nullptr ? sizes->annotation()->ragged()
+                                                                 : RaggedSizes::default_instance();
       std::optional<GroupRows> declared;
-      for (GroupRows g : {GroupRows::kAssignments, GroupRows::kAlignedAssignments,
-                          GroupRows::kGatheredAssignments, GroupRows::kReceivedRows}) {
-        if (kind == GroupRowsName(g)) declared = g;
+      switch (ragged.holds()) {
+        case RaggedSizes::HOLDS_ASSIGNMENTS: declared = GroupRows::kAssignments; break;
+        case RaggedSizes::HOLDS_ALIGNED_ASSIGNMENTS: declared = GroupRows::kAlignedAssignments; break;
+        case RaggedSizes::HOLDS_GATHERED_ASSIGNMENTS:
+          declared = GroupRows::kGatheredAssignments;
+          break;
+        case RaggedSizes::HOLDS_RECEIVED_ROWS: declared = GroupRows::kReceivedRows; break;
+        case RaggedSizes::HOLDS_UNSPECIFIED:
+        case RaggedSizes_Holds_RaggedSizes_Holds_INT_MIN_SENTINEL_DO_NOT_USE_:
+        case RaggedSizes_Holds_RaggedSizes_Holds_INT_MAX_SENTINEL_DO_NOT_USE_: break;
       }
       if (!declared.has_value()) {
         return absl::FailedPreconditionError(absl::StrCat(
             instruction->name(), ": expected its group sizes ", sizes->name(),
-            " to declare what they count (", kGroupsKey,
-            "=assignments|aligned_assignments|gathered_assignments|received_rows), so that "
-            "their sum can be bounded by the rows; got ",
-            kind.empty() ? "no declaration" : absl::StrCat("\"", kind, "\"")));
+            " to declare what they count (perfsim_annotation ragged { holds: HOLDS_ASSIGNMENTS | "
+            "HOLDS_ALIGNED_ASSIGNMENTS | HOLDS_GATHERED_ASSIGNMENTS | HOLDS_RECEIVED_ROWS }), so "
+            "that their sum can be bounded by the rows; got no declaration"));
       }
-      // DeclareGroupRows annotates what it declares; user HLO with a hand-written perfsim_groups
-      // may carry no annotation (then: no alignment, no truncation).
-      const RaggedSizes& ragged = sizes->annotation() != nullptr ? sizes->annotation()->ragged()
-                                                                 : RaggedSizes::default_instance();
+      const std::string kind(GroupRowsName(*declared));
       const WorstCase worst =
           Truncated(WorstGroupSum(step.spec, *declared, ragged.align()), ragged.truncated_rows());
       if (worst.rows > rows) {

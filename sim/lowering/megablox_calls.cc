@@ -9,6 +9,7 @@
 #include "sim/lowering/checks.h"
 #include "sim/lowering/ffn.h"
 #include "sim/lowering/permute.h"
+#include "sim/util/status.h"
 
 namespace perfsim {
 namespace {
@@ -139,11 +140,12 @@ Tensor GmmCall(StepState& s, const Tensor& lhs, const Tensor& rhs, const Tensor&
   Tensor out = nb.CustomCall({PadRows(s, lhs, rows.padded_rows), rhs, group_sizes}, lhs.type(),
                              std::string{lhs.dims[0], rhs.dims[transpose_rhs ? 1 : 2]},
                              {rows.padded_rows, n}, kGmmTarget, GmmBackendConfig(t, transpose_rhs));
-  DeclareKernelRole(out.op, role);
   UpdateAnnotation(out.op, [&](Annotation& a) {
     *a.mutable_kernel() =
         KernelConfig(Kernel::KERNEL_GMM, ProjectionOfRole(role), t, transpose_rhs);
   });
+  // The checks and the sweep read the role back from the annotation.
+  PERFSIM_CHECK(KernelRoleOf(out.op->annotation()->kernel()) == role);
   // Rows [m, m_p) belong to no group: unwritten (poisoned) by the kernel, dropped here.
   return FirstRows(nb, out, rows.rows);
 }
@@ -168,10 +170,10 @@ Tensor TgmmCall(StepState& s, const Tensor& lhs, const Tensor& dy, const Tensor&
   Tensor dw = nb.CustomCall({lhs_t, PadRows(s, dy, rows.padded_rows), group_sizes}, out,
                             std::string{'E', lhs.dims[1], dy.dims[1]}, {num_groups, k, n},
                             kTgmmTarget, TgmmBackendConfig(t));
-  DeclareKernelRole(dw.op, role);
   UpdateAnnotation(dw.op, [&](Annotation& a) {
     *a.mutable_kernel() = KernelConfig(Kernel::KERNEL_TGMM, ProjectionOfRole(role), t);
   });
+  PERFSIM_CHECK(KernelRoleOf(dw.op->annotation()->kernel()) == role);
   return dw;
 }
 

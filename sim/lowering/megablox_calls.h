@@ -88,8 +88,8 @@ Tensor FirstRows(NamedBuilder& nb, const Tensor& t, int64_t count);
 // perfsim.gmm: lhs MK (m rows) × rhs EKN (ENK with transpose_rhs) -> MN in lhs's type,
 // through the padded rows. `role` names the spec's tiling knob ("wi.fwd", ..., "wo.drhs":
 // TilingKnob in step_spec.h); the call carries GmmCallTiling of it (CheckKernelTilings
-// checked it) and declares the role (frontend_attributes perfsim_kernel), so the static check
-// can verify that each tile sits on its own dimension (known_bugs.md #4).
+// checked it) and an annotation whose kernel config gives the role back (KernelRoleOf in
+// annotations.h), so the static check can verify that each tile sits on its own dimension (known_bugs.md #4).
 // With spec.knobs.grouped_matmul other than kNative the call is the grouped matmul it computes
 // instead (NamedBuilder::GroupedForward / GroupedDlhs, no row padding), over the first E_l
 // groups when group_sizes counts more (megablox's G_local < G: the other rows are zero).

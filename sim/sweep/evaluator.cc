@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "sim/fit/module_fit.h"
 #include "sim/fit/tiling_search.h"
+#include "sim/lowering/annotations.h"
 #include "sim/lowering/checks.h"
 #include "sim/lowering/lowering.h"
 
@@ -105,8 +106,9 @@ absl::Status SweepEvaluator::SearchTilings(StepSpec& spec, std::string& why_not)
   absl::flat_hash_map<std::string, bool> done;
   for (const auto& owned : step->module->entry()->instructions()) {
     const Instruction& instruction = *owned;
-    const std::string role =
-        FrontendAttribute(instruction.attributes().frontend_attributes, "perfsim_kernel");
+    const std::string role = instruction.annotation() != nullptr
+                                 ? KernelRoleOf(instruction.annotation()->kernel())
+                                 : std::string();
     GmmTiling* knob = role.empty() ? nullptr : MutableTilingKnob(spec.knobs, role);
     if (knob == nullptr || done.contains(role)) continue;
     done[role] = true;

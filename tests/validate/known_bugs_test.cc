@@ -114,8 +114,8 @@ TEST(KnownBugsTest, StackedRankFourGroupedRhsIsRefused) {
 // The gmm kernel call of `role` in `step`.
 Instruction* KernelCall(const LoweredStep& step, const std::string& role) {
   for (const auto& i : step.module->entry()->instructions()) {
-    if (i->opcode() == Opcode::kCustomCall &&
-        FrontendAttribute(i->attributes().frontend_attributes, "perfsim_kernel") == role) {
+    if (i->opcode() == Opcode::kCustomCall && i->annotation() != nullptr &&
+        KernelRoleOf(i->annotation()->kernel()) == role) {
       return i.get();
     }
   }
