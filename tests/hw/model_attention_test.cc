@@ -72,7 +72,8 @@ TEST(ModelAttention, HeadsMatchTheReferenceExtras) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
-    const AttentionSpec& a = MustLoad(row.name).attention();
+    const ModelConfig model = MustLoad(row.name);  // holds what `a` refers to
+    const AttentionSpec& a = model.attention();
     EXPECT_EQ(a.kind(), row.kind);
     EXPECT_EQ(a.num_query_heads(), row.heads);
     EXPECT_EQ(a.num_kv_heads(), row.kv_heads);
