@@ -106,37 +106,49 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ParticipatingDeviceGroups(
     int64_t replica_count, int64_t num_partitions) {
   const int64_t r_count = replica_count;
   const int64_t p_count = num_partitions;
-  std::vector<std::vector<int64_t>> listed(replica_groups.begin(), replica_groups.end());
+  // The groups as written, or the one group of every id when none are (no copy of the groups:
+  // a large mesh lists hundreds).
+  std::vector<std::vector<int64_t>> every_id;
+  absl::Span<const std::vector<int64_t>> listed = replica_groups;
+  auto default_to_every = [&](int64_t n) {
+    if (!listed.empty()) return;
+    every_id.push_back(Iota(n));
+    listed = every_id;
+  };
   std::vector<std::vector<int64_t>> out;
   switch (mode) {
     case CollectiveOpGroupMode::kCrossReplica: {
-      if (listed.empty()) listed.push_back(Iota(r_count));
+      default_to_every(r_count);
+      out.reserve(listed.size() * p_count);
       for (const std::vector<int64_t>& group : listed) {
         for (int64_t r : group) {
           if (r < 0 || r >= r_count) return IdOutOfRange("replica", r, r_count);
         }
         for (int64_t p = 0; p < p_count; ++p) {
           std::vector<int64_t>& devices = out.emplace_back();
+          devices.reserve(group.size());
           for (int64_t r : group) devices.push_back(r * p_count + p);
         }
       }
       return out;
     }
     case CollectiveOpGroupMode::kCrossPartition: {
-      if (listed.empty()) listed.push_back(Iota(p_count));
+      default_to_every(p_count);
+      out.reserve(listed.size() * r_count);
       for (const std::vector<int64_t>& group : listed) {
         for (int64_t p : group) {
           if (p < 0 || p >= p_count) return IdOutOfRange("partition", p, p_count);
         }
         for (int64_t r = 0; r < r_count; ++r) {
           std::vector<int64_t>& devices = out.emplace_back();
+          devices.reserve(group.size());
           for (int64_t p : group) devices.push_back(r * p_count + p);
         }
       }
       return out;
     }
     case CollectiveOpGroupMode::kCrossReplicaAndPartition: {
-      if (listed.empty()) listed.push_back(Iota(r_count));
+      default_to_every(r_count);
       for (const std::vector<int64_t>& group : listed) {
         std::vector<int64_t>& devices = out.emplace_back();
         for (int64_t r : group) {
@@ -158,7 +170,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ParticipatingDeviceGroups(
           if (id < 0 || id >= devices) return IdOutOfRange("global device", id, devices);
         }
       }
-      return listed;
+      return std::vector<std::vector<int64_t>>(listed.begin(), listed.end());
     }
   }
   return out;

@@ -63,12 +63,21 @@ std::vector<std::vector<int64_t>> MeshGroups(const Parallelism& p, std::vector<M
   }
   std::vector<std::vector<int64_t>> groups(num_groups);
   for (auto& group : groups) group.reserve(p.num_devices() / num_groups);
+  // Devices in order, their coordinates counted like an odometer (the last axis fastest), so
+  // that no device id is divided back into coordinates.
+  constexpr size_t kAxes = std::size(kAll);
+  int64_t size[kAxes], coord[kAxes] = {};
+  for (size_t k = 0; k < kAxes; ++k) size[k] = MeshAxisSize(p, kAll[k]);
   for (int64_t device = 0; device < p.num_devices(); ++device) {
     int64_t index = 0;
-    for (size_t k = 0; k < std::size(kAll); ++k) {
-      if (!grouped[k]) index = index * MeshAxisSize(p, kAll[k]) + MeshCoord(p, kAll[k], device);
+    for (size_t k = 0; k < kAxes; ++k) {
+      if (!grouped[k]) index = index * size[k] + coord[k];
     }
     groups[index].push_back(device);
+    for (size_t k = kAxes; k-- > 0;) {
+      if (++coord[k] < size[k]) break;
+      coord[k] = 0;
+    }
   }
   return groups;
 }
