@@ -1,0 +1,432 @@
+// The attention lowering (sim/lowering/attention.h) against JAX: the committed goldens in
+// tests/testdata/attention (tools/jax/attention_goldens.py: B=2, S=16, D=32, f32; forward y and
+// jax.vjp's gradients of sum(y · dy)). perfsim lowers the block with its own hand-written
+// backward, the interpreter runs it on the golden inputs, and the outputs must match JAX's:
+// on one device, and on a tensor-parallel group (each device given its shard of the weights,
+// its outputs put back together).
+//
+// Tolerance: ∞-norm relative error ≤ 1e-5 per output. Both sides compute in f32 with different
+// summation orders (perfsim's dot_generals over grouped heads, JAX's einsums over repeated K/V
+// heads through XLA:CPU), and differently rounded transcendentals (exp, cos, sin, rsqrt: an ulp
+// or so each); every contraction is over at most 128 products (D = 32, S = 16 keys, B·S = 32
+// rows, B·S·H = 128 for a norm scale's gradient), so the error stays a few hundred f32 ulps
+// (~1e-7 each) below the largest element. A wrong mask, scale, rope sign, missing gradient term
+// or collective is off by 1e-2 or more.
+#include "sim/lowering/attention.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/hw/chip_registry.h"
+#include "sim/interp/interpreter.h"
+#include "sim/interp/npy.h"
+#include "sim/ir/hlo_parser.h"
+#include "sim/ir/hlo_printer.h"
+#include "sim/ir/verifier.h"
+#include "sim/simulator/simulator.h"
+
+namespace perfsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kTolerance = 1e-5;  // the file comment says why
+
+// The golden cases (tools/jax/attention_goldens.py CASES), as AttentionSpecs.
+struct GoldenCase {
+  std::string name;
+  AttentionSpec attention;
+};
+
+AttentionSpec Gqa(int64_t heads, int64_t kv, int64_t head_dim) {
+  AttentionSpec a;
+  a.set_kind(ATTENTION_KIND_GQA);
+  a.set_num_query_heads(heads);
+  a.set_num_kv_heads(kv);
+  a.set_head_dim(head_dim);
+  return a;
+}
+
+AttentionSpec Mla(int64_t heads, int64_t q_lora, int64_t kv_lora, int64_t nope, int64_t rope,
+                  int64_t v) {
+  AttentionSpec a;
+  a.set_kind(ATTENTION_KIND_MLA);
+  a.set_num_query_heads(heads);
+  a.set_num_kv_heads(heads);
+  MlaSpec* m = a.mutable_mla();
+  m->set_q_lora_rank(q_lora);
+  m->set_kv_lora_rank(kv_lora);
+  m->set_qk_nope_head_dim(nope);
+  m->set_qk_rope_head_dim(rope);
+  m->set_v_head_dim(v);
+  a.set_rope_theta(10000.0);
+  return a;
+}
+
+// A GQA case without rope is one whose every layer is NoPE (nope_layer_interval 1).
+std::vector<GoldenCase> GoldenCases() {
+  std::vector<GoldenCase> cases;
+  AttentionSpec mha = Gqa(4, 4, 8);
+  mha.set_nope_layer_interval(1);
+  cases.push_back({"mha_causal", mha});
+  AttentionSpec gqa = Gqa(4, 2, 8);
+  gqa.set_rope_theta(10000.0);
+  cases.push_back({"gqa_causal_rope", gqa});
+  AttentionSpec mqa = Gqa(4, 1, 8);
+  mqa.set_rope_theta(10000.0);
+  cases.push_back({"mqa_causal_rope", mqa});
+  AttentionSpec swa = gqa;
+  swa.add_layer_scopes(ATTENTION_SCOPE_SLIDING_WINDOW);
+  swa.add_layer_scopes(ATTENTION_SCOPE_GLOBAL);
+  swa.set_local_window_tokens(5);
+  cases.push_back({"gqa_sliding_window", swa});
+  AttentionSpec chunked = Gqa(4, 2, 8);
+  chunked.set_rope_theta(500000.0);
+  chunked.add_layer_scopes(ATTENTION_SCOPE_CHUNKED);
+  chunked.set_local_window_tokens(4);
+  cases.push_back({"gqa_chunked", chunked});
+  AttentionSpec qk_norm = Gqa(4, 2, 8);
+  qk_norm.set_rope_theta(1000000.0);
+  qk_norm.set_qk_norm(true);
+  cases.push_back({"gqa_qk_norm", qk_norm});
+  cases.push_back({"mla_causal", Mla(4, 16, 16, 8, 4, 8)});
+  cases.push_back({"mla_no_q_lora", Mla(4, 0, 16, 8, 4, 6)});
+  return cases;
+}
+
+GoldenCase FindCase(const std::string& name) {
+  for (const GoldenCase& c : GoldenCases()) {
+    if (c.name == name) return c;
+  }
+  ADD_FAILURE() << "no case " << name;
+  return {};
+}
+
+AttentionLoweringSpec SpecOf(const GoldenCase& c, Phase phase, int64_t tp = 1) {
+  AttentionLoweringSpec spec;
+  spec.attention = c.attention;
+  spec.d_model = 32;
+  spec.batch = 2;
+  spec.seq = 16;
+  spec.phase = phase;
+  spec.tp = tp;
+  return spec;
+}
+
+Literal Load(const std::string& golden, const std::string& tensor) {
+  const std::string path =
+      absl::StrCat(PERFSIM_TESTDATA_DIR, "/attention/", golden, ".", tensor, ".npy");
+  absl::StatusOr<Literal> lit = ReadNpyFile(path);
+  EXPECT_TRUE(lit.ok()) << lit.status();
+  return lit.ok() ? *std::move(lit) : Literal();
+}
+
+void ExpectMatches(const std::string& what, const Literal& got, const Literal& want) {
+  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
+  double max_want = 0, max_diff = 0;
+  int64_t worst = 0;
+  for (int64_t i = 0; i < want.element_count(); ++i) {
+    max_want = std::max(max_want, std::fabs(want.GetAsDouble(i)));
+    const double diff = std::fabs(got.GetAsDouble(i) - want.GetAsDouble(i));
+    if (!(diff <= max_diff)) max_diff = diff, worst = i;
+  }
+  ASSERT_GT(max_want, 0) << what;
+  EXPECT_LE(max_diff / max_want, kTolerance)
+      << what << ": relative error " << max_diff / max_want << " at linear index " << worst
+      << ": got " << got.GetAsDouble(worst) << ", want " << want.GetAsDouble(worst)
+      << " (max |want| " << max_want << ")";
+}
+
+// Elements [begin, end) of dimension `dim` (row major).
+Literal SliceDim(const Literal& in, int64_t dim, int64_t begin, int64_t end) {
+  std::vector<int64_t> dims = in.shape().dimensions();
+  int64_t inner = 1;
+  for (size_t i = dim + 1; i < dims.size(); ++i) inner *= dims[i];
+  const int64_t size = dims[dim];
+  dims[dim] = end - begin;
+  Literal out(Shape::Array(in.shape().element_type(), dims));
+  for (int64_t i = 0; i < out.element_count(); ++i) {
+    const int64_t outer = i / (inner * (end - begin));
+    const int64_t d = i / inner % (end - begin);
+    out.SetFromDouble(i, in.GetAsDouble((outer * size + begin + d) * inner + i % inner));
+  }
+  return out;
+}
+
+// Runs `layer` on `tp` devices, with device d given its shard of each golden input (the split
+// TensorSpec::split says; the K/V weights of a K/V head shared by tp/Hkv devices are that
+// head), and checks every output of every device against its shard of the golden.
+void RunAndCompare(const LoweredLayer& layer, const std::string& golden, int64_t tp) {
+  // The part of a golden tensor `t` (a parameter's or output's spec) device d holds.
+  auto shard = [&](const TensorSpec& t, const Literal& full, int64_t d) {
+    Literal part = full;
+    for (size_t i = 0; i < t.split.size(); ++i) {
+      if (t.split[i].empty()) continue;
+      const int64_t global = full.shape().dimensions(i);
+      if (global < tp) {
+        // A K/V head replicated on tp/Hkv consecutive devices.
+        const int64_t head = d / (tp / global);
+        part = SliceDim(part, i, head, head + 1);
+      } else {
+        const int64_t n = global / tp;
+        part = SliceDim(part, i, d * n, (d + 1) * n);
+      }
+    }
+    return part;
+  };
+  std::vector<std::vector<Literal>> inputs(tp);
+  for (const TensorSpec& p : layer.parameters) {
+    const Literal full = Load(golden, p.name);
+    for (int64_t d = 0; d < tp; ++d) inputs[d].push_back(shard(p, full, d));
+  }
+  InterpreterOptions options;
+  options.num_devices = tp;
+  absl::StatusOr<RunResult> run = RunModule(*layer.module, inputs, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->outputs[0].size(), layer.outputs.size());
+  for (size_t i = 0; i < layer.outputs.size(); ++i) {
+    const TensorSpec& t = layer.outputs[i];
+    const Literal full = Load(golden, t.name);
+    for (int64_t d = 0; d < tp; ++d) {
+      ExpectMatches(absl::StrCat(golden, " ", t.name, " on device ", d, " of ", tp),
+                    run->outputs[d][i], shard(t, full, d));
+    }
+  }
+}
+
+class AttentionGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AttentionGoldenTest, ForwardMatchesJax) {
+  absl::StatusOr<LoweredLayer> layer =
+      LowerAttention(SpecOf(FindCase(GetParam()), Phase::kForward));
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  ASSERT_EQ(layer->outputs.size(), 1u);
+  RunAndCompare(*layer, GetParam(), 1);
+}
+
+TEST_P(AttentionGoldenTest, GradientsMatchJaxVjp) {
+  absl::StatusOr<LoweredLayer> layer =
+      LowerAttention(SpecOf(FindCase(GetParam()), Phase::kForwardBackward));
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  // y, dx and one gradient per weight: every parameter but dy.
+  ASSERT_EQ(layer->outputs.size(), layer->parameters.size());
+  RunAndCompare(*layer, GetParam(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionGoldenTest,
+                         ::testing::Values("mha_causal", "gqa_causal_rope", "mqa_causal_rope",
+                                           "gqa_sliding_window", "gqa_chunked", "gqa_qk_norm",
+                                           "mla_causal", "mla_no_q_lora"));
+
+// Tensor parallelism: the same numbers from the sharded module on tp devices.
+struct TpCase {
+  std::string golden;
+  int64_t tp;
+  bool sequence_parallel;
+};
+
+class AttentionTpTest : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(AttentionTpTest, ShardedGradientsMatchJax) {
+  const TpCase& tc = GetParam();
+  AttentionLoweringSpec spec = SpecOf(FindCase(tc.golden), Phase::kForwardBackward, tc.tp);
+  spec.sequence_parallel = tc.sequence_parallel;
+  absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  EXPECT_EQ(layer->module->num_partitions(), tc.tp);
+  RunAndCompare(*layer, tc.golden, tc.tp);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, AttentionTpTest,
+    ::testing::Values(TpCase{"gqa_causal_rope", 2, false}, TpCase{"gqa_causal_rope", 2, true},
+                      TpCase{"mqa_causal_rope", 2, false}, TpCase{"mqa_causal_rope", 4, true},
+                      TpCase{"gqa_causal_rope", 4, false}, TpCase{"gqa_qk_norm", 2, false},
+                      TpCase{"gqa_sliding_window", 2, true}, TpCase{"mla_causal", 2, false},
+                      TpCase{"mla_causal", 4, true}, TpCase{"mla_no_q_lora", 2, false}),
+    [](const ::testing::TestParamInfo<TpCase>& info) {
+      return absl::StrCat(info.param.golden, "_tp", info.param.tp,
+                          info.param.sequence_parallel ? "_sp" : "");
+    });
+
+// ---- Bad specs: every problem reported, "expected ...; got ...".
+
+absl::Status LowerStatus(const AttentionLoweringSpec& spec) {
+  return LowerAttention(spec).status();
+}
+
+TEST(AttentionSpecTest, RejectsHeadsNotDivisibleByTp) {
+  AttentionLoweringSpec spec = SpecOf({"", Gqa(6, 6, 8)}, Phase::kForward, 4);
+  EXPECT_THAT(LowerStatus(spec).message(),
+              HasSubstr("tp: expected a divisor of the 6 query heads; got 4"));
+}
+
+TEST(AttentionSpecTest, RejectsKvHeadsNotDivisibleByTp) {
+  AttentionLoweringSpec spec = SpecOf({"", Gqa(12, 6, 8)}, Phase::kForward, 4);
+  EXPECT_THAT(LowerStatus(spec).message(),
+              HasSubstr("tp: expected a divisor of the 6 K/V heads (as many or more than tp); "
+                        "got 4"));
+}
+
+TEST(AttentionSpecTest, RejectsTpNotAMultipleOfFewerKvHeads) {
+  AttentionLoweringSpec spec = SpecOf({"", Gqa(12, 4, 8)}, Phase::kForward, 6);
+  EXPECT_THAT(LowerStatus(spec).message(),
+              HasSubstr("tp: expected a multiple of the 4 K/V heads (fewer than tp); got 6"));
+}
+
+TEST(AttentionSpecTest, ReportsEveryProblemAtOnce) {
+  AttentionSpec a = Gqa(4, 3, 7);
+  a.add_layer_scopes(ATTENTION_SCOPE_SLIDING_WINDOW);
+  AttentionLoweringSpec spec = SpecOf({"", a}, Phase::kForward);
+  spec.seq = 0;
+  const absl::Status status = LowerStatus(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("seq: expected > 0; got 0"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("attention.num_kv_heads: expected a divisor of the 4 query heads; got 3"));
+  EXPECT_THAT(status.message(), HasSubstr("attention.head_dim: expected an even width > 0; got 7"));
+  EXPECT_THAT(status.message(), HasSubstr("attention.local_window_tokens: expected > 0 for a "
+                                          "ATTENTION_SCOPE_SLIDING_WINDOW layer; got 0"));
+}
+
+TEST(AttentionSpecTest, RejectsSequenceNotDivisibleUnderSequenceParallelism) {
+  AttentionLoweringSpec spec = SpecOf({"", Gqa(4, 2, 8)}, Phase::kForward, 4);
+  spec.seq = 18;
+  spec.sequence_parallel = true;
+  EXPECT_THAT(LowerStatus(spec).message(),
+              HasSubstr("seq: expected a multiple of tp = 4 under sequence parallelism; got 18"));
+}
+
+TEST(AttentionSpecTest, RejectsMlaWithFewerKvHeads) {
+  AttentionSpec a = Mla(4, 16, 16, 8, 4, 8);
+  a.set_num_kv_heads(2);
+  EXPECT_THAT(LowerStatus(SpecOf({"", a}, Phase::kForward)).message(),
+              HasSubstr("attention.num_kv_heads: expected the 4 query heads under MLA; got 2"));
+}
+
+// ---- Annotations, text round trip, the simulator.
+
+TEST(AttentionAnnotationTest, EveryInstructionHasBlockPhaseAndParametersTheirRole) {
+  absl::StatusOr<LoweredLayer> layer =
+      LowerAttention(SpecOf(FindCase("gqa_qk_norm"), Phase::kForwardBackward, 2));
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  int forward = 0, backward = 0;
+  for (const auto& i : layer->module->entry()->instructions()) {
+    ASSERT_NE(i->annotation(), nullptr) << i->name();
+    EXPECT_EQ(i->annotation()->block(), Annotation::BLOCK_ATTENTION) << i->name();
+    const Annotation::Phase phase = i->annotation()->phase();
+    EXPECT_TRUE(phase == Annotation::PHASE_FORWARD || phase == Annotation::PHASE_BACKWARD)
+        << i->name();
+    (phase == Annotation::PHASE_FORWARD ? forward : backward) += 1;
+    // Nothing forward reads a backward value.
+    if (phase == Annotation::PHASE_FORWARD) {
+      for (const Instruction* operand : i->operands()) {
+        EXPECT_EQ(operand->annotation()->phase(), Annotation::PHASE_FORWARD)
+            << i->name() << " reads " << operand->name();
+      }
+    }
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_GT(backward, 0);
+  const std::vector<Instruction*>& params = layer->module->entry()->parameters();
+  ASSERT_EQ(params.size(), layer->parameters.size());
+  for (size_t p = 0; p < params.size(); ++p) {
+    EXPECT_EQ(params[p]->annotation()->role(), layer->parameters[p].role) << params[p]->name();
+  }
+  EXPECT_EQ(layer->parameters.front().role, Annotation::ROLE_ACTIVATION);
+  EXPECT_EQ(layer->parameters.back().role, Annotation::ROLE_COTANGENT);
+  EXPECT_EQ(params.back()->annotation()->phase(), Annotation::PHASE_BACKWARD);
+  // y, the root's first element, is forward.
+  EXPECT_EQ(layer->module->entry()->root()->operand(0)->annotation()->phase(),
+            Annotation::PHASE_FORWARD);
+}
+
+TEST(AttentionTextTest, PrintsParsesBackAndRunsTheSame) {
+  for (const char* golden : {"gqa_sliding_window", "mla_causal"}) {
+    absl::StatusOr<LoweredLayer> layer =
+        LowerAttention(SpecOf(FindCase(golden), Phase::kForwardBackward, 2));
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    const std::string text = PrintModule(*layer->module);
+    absl::StatusOr<std::unique_ptr<Module>> parsed = ParseHloModule(text, golden);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    ASSERT_TRUE(VerifyModule(**parsed).ok());
+    EXPECT_EQ(PrintModule(**parsed), text);
+    // The parsed module computes what the golden says.
+    LoweredLayer reparsed{
+        .module = *std::move(parsed), .parameters = layer->parameters, .outputs = layer->outputs};
+    RunAndCompare(reparsed, golden, 2);
+  }
+}
+
+// The matmul FLOPs of one device's fwd_bwd module (plain ops compute the whole S x S score
+// matrix, masked or not). Per device: B = 1, S = 2048, D = 1024, local heads Hl = 16/4 = 4.
+//   GQA (Hkv = 2 < tp: one K/V head per device, Dh = 64), forward:
+//     q 2·S·D·Hl·Dh, k and v 2·S·D·Dh each, scores and P·V 2·Hl·S·S·Dh each, wo 2·S·Hl·Dh·D;
+//   MLA (A = 256, C = 128, N = 64, P = 32, V = 64), forward:
+//     x·wq_a 2·S·D·A, ·wq_b 2·S·A·Hl·(N+P), x·wkv_a 2·S·D·(C+P), ·wkv_b 2·S·C·Hl·(N+V),
+//     scores 2·Hl·S·S·(N+P), P·V 2·Hl·S·S·V, wo 2·S·Hl·V·D.
+// The backward has two matmuls of the same size for each forward one (an input gradient and
+// a weight gradient; dP and dV; dQ and dK), so fwd_bwd = 3 x forward. The simulator counts
+// every op; the elementwise work (softmax, masks, rope, norms: tens of FLOPs per score) adds
+// under 5% at S = 2048.
+double MatmulFlops(bool mla) {
+  const double S = 2048, D = 1024, Hl = 4;
+  if (!mla) {
+    const double Dh = 64;
+    return 3 * (2 * S * D * Hl * Dh + 2 * 2 * S * D * Dh + 2 * 2 * Hl * S * S * Dh +
+                2 * S * Hl * Dh * D);
+  }
+  const double A = 256, C = 128, N = 64, P = 32, V = 64;
+  return 3 * (2 * S * D * A + 2 * S * A * Hl * (N + P) + 2 * S * D * (C + P) +
+              2 * S * C * Hl * (N + V) + 2 * Hl * S * S * (N + P) + 2 * Hl * S * S * V +
+              2 * S * Hl * V * D);
+}
+
+TEST(AttentionSimulatorTest, TimesEveryOpOnTpuV5p) {
+  absl::StatusOr<Chip> chip = ResolveChip("tpu_v5p");
+  ASSERT_TRUE(chip.ok()) << chip.status();
+  for (const char* golden : {"gqa_sliding_window", "mla_causal"}) {
+    // A realistic size: S = 2048 tokens, D = 1024, 16 query heads (GQA: 2 K/V heads of 64;
+    // MLA: the widths above), tp = 4 with sequence parallelism.
+    AttentionLoweringSpec spec = SpecOf(FindCase(golden), Phase::kForwardBackward, 4);
+    spec.d_model = 1024;
+    spec.seq = 2048;
+    spec.batch = 1;
+    spec.sequence_parallel = true;
+    spec.attention.set_num_query_heads(16);
+    const bool mla = spec.attention.kind() == ATTENTION_KIND_MLA;
+    if (mla) {
+      spec.attention.set_num_kv_heads(16);
+      MlaSpec* m = spec.attention.mutable_mla();
+      m->set_q_lora_rank(256);
+      m->set_kv_lora_rank(128);
+      m->set_qk_nope_head_dim(64);
+      m->set_qk_rope_head_dim(32);
+      m->set_v_head_dim(64);
+    } else {
+      spec.attention.set_head_dim(64);
+      spec.attention.set_local_window_tokens(512);
+    }
+    absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    absl::StatusOr<Topology> topology = TopologyForModule(*layer->module, *chip, "");
+    ASSERT_TRUE(topology.ok()) << topology.status();
+    absl::StatusOr<Timeline> t = SimulateModule(*layer->module, *chip, *topology);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_GT(t->step_seconds, 0) << golden;
+    EXPECT_THAT(t->untimed, ::testing::IsEmpty()) << golden;
+    EXPECT_GT(t->communication_busy, 0) << golden;  // the tp collectives
+    EXPECT_EQ(t->num_devices, 4) << golden;
+    EXPECT_GE(t->flops, MatmulFlops(mla)) << golden;
+    EXPECT_LE(t->flops, 1.05 * MatmulFlops(mla)) << golden;
+  }
+}
+
+}  // namespace
+}  // namespace perfsim
