@@ -88,6 +88,8 @@ std::string KernelRoleOf(const Kernel& kernel) {
     case Kernel::KERNEL_UNSPECIFIED:
     case Kernel::KERNEL_FUSED_FFN:
     case Kernel::KERNEL_RAGGED_DOT:
+    case Kernel::KERNEL_FLASH_ATTENTION:
+    case Kernel::KERNEL_FLASH_ATTENTION_BWD:
     case Kernel_Name_Kernel_Name_INT_MIN_SENTINEL_DO_NOT_USE_:
     case Kernel_Name_Kernel_Name_INT_MAX_SENTINEL_DO_NOT_USE_: return "";
   }

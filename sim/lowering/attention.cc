@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sim/ir/builder.h"
 #include "sim/lowering/annotations.h"
@@ -273,6 +274,104 @@ Tensor SoftmaxGrad(Ctx& c, const Tensor& p, const Tensor& dp, const Tensor& delt
   return nb.Convert(nb.MulScalar(nb.Mul(p, nb.Sub(dp, delta)), scale), c.dtype());
 }
 
+// ---- The attention core as one kernel (AttentionKernel::kFlash): q "BSH<d>", k "BS<k><d>",
+// v "BS<k>V" in, o "BSHV" and the softmax's log-sum-exp "BHS" (f32) out; the backward takes
+// q, k, v, o, lse, dO and gives dq, dk, dv shaped like q, k, v.
+
+// Key/value tiles of block_kv a query block of block_q computes with, summed over the query
+// blocks: every tile some visible (query, key) pair falls in. A query q sees the keys
+// [lo(q), q] (lo = 0 causal, q − W + 1 sliding, q rounded down to W chunked), both ends
+// nondecreasing in q, so a query block [first, last] sees the keys [lo(first), last].
+int64_t VisibleTiles(int64_t seq, int64_t block_q, int64_t block_kv, AttentionScope scope,
+                     int64_t window) {
+  int64_t tiles = 0;
+  for (int64_t first = 0; first < seq; first += block_q) {
+    const int64_t last = std::min(first + block_q, seq) - 1;
+    int64_t lo = 0;
+    if (scope == ATTENTION_SCOPE_SLIDING_WINDOW) lo = std::max<int64_t>(0, first - window + 1);
+    if (scope == ATTENTION_SCOPE_CHUNKED) lo = first / window * window;
+    tiles += last / block_kv - lo / block_kv + 1;
+  }
+  return tiles;
+}
+
+// The kernel's backend_config: its declared cost, which the simulator times it by (sim/cost
+// reads a Pallas cost_estimate), and what its semantics need. Per visible tile of
+// block_q x block_kv scores and (batch, query head): forward 2·(Dqk + Dv) FLOPs per score
+// (QKᵀ, PV) and one exp; backward 2·(3·Dqk + 2·Dv) (S recomputed, dP, dV, dQ, dK) and one exp.
+// Bytes: q and o (backward: q, o, dO, dq) once, the log-sum-exp once, and per visible tile
+// its K and V blocks (backward: read K, V and accumulate dK, dV), per query head.
+std::string FlashConfig(Ctx& c, const Tensor& q, const Tensor& v, double scale, bool backward) {
+  const AttentionLoweringSpec& s = c.spec;
+  const AttentionScope scope = ScopeOf(s.attention, s.layer);
+  const int64_t window = s.attention.local_window_tokens();
+  const int64_t B = q.size('B'), S = q.size('S'), H = q.size('H');
+  const int64_t dqk = q.shape().dimensions(3), dv = v.shape().dimensions(3);
+  const int64_t elem = ByteWidth(c.dtype());
+  const int64_t tiles = VisibleTiles(S, s.flash_block_q, s.flash_block_kv, scope, window);
+  const int64_t scores = B * H * tiles * s.flash_block_q * s.flash_block_kv;
+  const int64_t flops = 2 * scores * (backward ? 3 * dqk + 2 * dv : dqk + dv);
+  const int64_t kv_bytes = elem * B * H * tiles * s.flash_block_kv * (dqk + dv);
+  const int64_t bytes = elem * B * S * H * (dqk + dv) * (backward ? 2 : 1) + 4 * B * H * S +
+                        kv_bytes * (backward ? 2 : 1);
+  absl::string_view scope_name = "causal";
+  if (scope == ATTENTION_SCOPE_SLIDING_WINDOW) scope_name = "sliding_window";
+  if (scope == ATTENTION_SCOPE_CHUNKED) scope_name = "chunked";
+  return absl::StrFormat(
+      "{\"custom_call_config\":{\"cost_estimate\":{\"flops\":%d,\"transcendentals\":%d,"
+      "\"bytes_accessed\":%d}},\"flash_attention\":{\"block_q\":%d,\"block_kv\":%d,"
+      "\"mask\":\"%s\",\"window_tokens\":%d,\"scale\":%.17g}}",
+      flops, scores, bytes, s.flash_block_q, s.flash_block_kv, scope_name,
+      scope == ATTENTION_SCOPE_GLOBAL || scope == ATTENTION_SCOPE_UNSPECIFIED ? 0 : window, scale);
+}
+
+void AnnotateFlash(Ctx& c, Instruction* call, Kernel::Name kernel) {
+  if (c.nb.module_builder().IsPlaceholder(call)) return;
+  UpdateAnnotation(call, [&](Annotation& a) {
+    Kernel* k = a.mutable_kernel();
+    k->set_kernel(kernel);
+    k->set_tm(c.spec.flash_block_q);
+    k->set_tn(c.spec.flash_block_kv);
+  });
+}
+
+struct FlashSaved {
+  Tensor q, k, v, o, lse;
+};
+struct FlashGrads {
+  Tensor dq, dk, dv;
+};
+
+Tensor FlashForward(Ctx& c, const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                    FlashSaved* saved) {
+  NamedBuilder& nb = c.nb;
+  const int64_t B = q.size('B'), S = q.size('S'), H = q.size('H');
+  const Shape o_shape = Shape::Array(c.dtype(), {B, S, H, v.shape().dimensions(3)});
+  const Shape lse_shape = Shape::Array(PrimitiveType::kF32, {B, H, S});
+  Instruction* call =
+      nb.raw().CustomCall({q.op, k.op, v.op}, Shape::Tuple({o_shape, lse_shape}),
+                          kFlashAttentionTarget, FlashConfig(c, q, v, scale, false));
+  AnnotateFlash(c, call, Kernel::KERNEL_FLASH_ATTENTION);
+  *saved = {q, k, v, nb.Name(nb.raw().GetTupleElement(call, 0), "BSHV"),
+            nb.Name(nb.raw().GetTupleElement(call, 1), "BHS")};
+  nb.SaveForBackward("attention.lse", "the softmax statistics the flash forward wrote", saved->lse);
+  return saved->o;
+}
+
+FlashGrads FlashBackward(Ctx& c, const FlashSaved& f, const Tensor& d_o, double scale) {
+  NamedBuilder& nb = c.nb;
+  const int64_t mark = nb.InstructionCount();
+  Instruction* call =
+      nb.raw().CustomCall({f.q.op, f.k.op, f.v.op, f.o.op, f.lse.op, d_o.op},
+                          Shape::Tuple({f.q.shape(), f.k.shape(), f.v.shape()}),
+                          kFlashAttentionBwdTarget, FlashConfig(c, f.q, f.v, scale, true));
+  AnnotateFlash(c, call, Kernel::KERNEL_FLASH_ATTENTION_BWD);
+  nb.UseResidual("attention.lse", f.lse, mark);
+  return {nb.Name(nb.raw().GetTupleElement(call, 0), f.q.dims),
+          nb.Name(nb.raw().GetTupleElement(call, 1), f.k.dims),
+          nb.Name(nb.raw().GetTupleElement(call, 2), f.v.dims)};
+}
+
 // ---- Parameters and outputs.
 
 TensorSpec Spec(std::string name, std::string dims, std::vector<int64_t> global, PrimitiveType type,
@@ -378,18 +477,25 @@ std::vector<Tensor> LowerGqa(Ctx& c, Lowering& l) {
     q = ApplyRope(nb, q, tables, 'Z');
     k = ApplyRope(nb, k, tables, 'Z');
   }
-  // Local query head h = k·R + r reads local K/V head k.
-  Tensor qg = nb.Reshape(q, "BSKRZ", {z.B, z.S, z.K, z.R, z.Z});
-  Tensor kj = nb.Rename(k, "BJKZ");
-  Tensor vj = nb.Rename(v, "BJKV");
   const double scale = 1.0 / std::sqrt(static_cast<double>(z.Z));
-  Tensor scores = nb.Einsum("BSKRZ,BJKZ->BKRSJ", qg, kj, PrimitiveType::kF32);
-  Tensor p = MaskedSoftmax(c, scores, scale);
-  Tensor pc = nb.Convert(p, c.dtype());
-  Tensor o = nb.Einsum("BKRSJ,BJKV->BSKRV", pc, vj);
-  Tensor oh = nb.Reshape(o, "BSHV", {z.B, z.S, z.H, z.Z});
+  const bool flash = s.kernel == AttentionKernel::kFlash;
+  Tensor qg, kj, vj, p, pc, o, oh;
+  FlashSaved flash_saved;
+  if (flash) {
+    oh = FlashForward(c, q, k, v, scale, &flash_saved);
+  } else {
+    // Local query head h = k·R + r reads local K/V head k.
+    qg = nb.Reshape(q, "BSKRZ", {z.B, z.S, z.K, z.R, z.Z});
+    kj = nb.Rename(k, "BJKZ");
+    vj = nb.Rename(v, "BJKV");
+    Tensor scores = nb.Einsum("BSKRZ,BJKZ->BKRSJ", qg, kj, PrimitiveType::kF32);
+    p = MaskedSoftmax(c, scores, scale);
+    pc = nb.Convert(p, c.dtype());
+    o = nb.Einsum("BKRSJ,BJKV->BSKRV", pc, vj);
+    oh = nb.Reshape(o, "BSHV", {z.B, z.S, z.H, z.Z});
+    nb.SaveForBackward("attention.p", "the probabilities the forward multiplied V with", pc);
+  }
   Tensor y = SumOverTp(c, nb.Einsum("BSHV,HVD->BSD", oh, wo));
-  nb.SaveForBackward("attention.p", "the probabilities the forward multiplied V with", pc);
   nb.SaveForBackward("attention.o", "the attention output the forward projected with wo", oh);
   if (!backward) return {y};
 
@@ -398,15 +504,23 @@ std::vector<Tensor> LowerGqa(Ctx& c, Lowering& l) {
   Tensor dy = GatherSequence(c, dy_in);
   Tensor d_wo = nb.Einsum("BSHV,BSD->HVD", oh, dy);
   Tensor doh = nb.Einsum("BSD,HVD->BSHV", dy, wo);
-  Tensor dog = nb.Reshape(doh, "BSKRV", {z.B, z.S, z.K, z.R, z.Z});
-  Tensor dp = nb.Einsum("BSKRV,BJKV->BKRSJ", dog, vj, PrimitiveType::kF32);
-  Tensor dv = nb.Rename(nb.Einsum("BKRSJ,BSKRV->BJKV", pc, dog), "BSKV");
-  Tensor delta = nb.Reduce(
-      nb.Mul(nb.Convert(dog, PrimitiveType::kF32), nb.Convert(o, PrimitiveType::kF32)), "V");
-  Tensor ds = SoftmaxGrad(c, p, dp, delta, scale);
-  Tensor dq = nb.Reshape(nb.Einsum("BKRSJ,BJKZ->BSKRZ", ds, kj), "BSHZ", {z.B, z.S, z.H, z.Z});
-  Tensor dk = nb.Rename(nb.Einsum("BKRSJ,BSKRZ->BJKZ", ds, qg), "BSKZ");
-  nb.UseResidual("attention.p", pc, mark);
+  Tensor dq, dk, dv;
+  if (flash) {
+    FlashGrads g = FlashBackward(c, flash_saved, doh, scale);
+    dq = g.dq;
+    dk = g.dk;
+    dv = g.dv;
+  } else {
+    Tensor dog = nb.Reshape(doh, "BSKRV", {z.B, z.S, z.K, z.R, z.Z});
+    Tensor dp = nb.Einsum("BSKRV,BJKV->BKRSJ", dog, vj, PrimitiveType::kF32);
+    dv = nb.Rename(nb.Einsum("BKRSJ,BSKRV->BJKV", pc, dog), "BSKV");
+    Tensor delta = nb.Reduce(
+        nb.Mul(nb.Convert(dog, PrimitiveType::kF32), nb.Convert(o, PrimitiveType::kF32)), "V");
+    Tensor ds = SoftmaxGrad(c, p, dp, delta, scale);
+    dq = nb.Reshape(nb.Einsum("BKRSJ,BJKZ->BSKRZ", ds, kj), "BSHZ", {z.B, z.S, z.H, z.Z});
+    dk = nb.Rename(nb.Einsum("BKRSJ,BSKRZ->BJKZ", ds, qg), "BSKZ");
+    nb.UseResidual("attention.p", pc, mark);
+  }
   nb.UseResidual("attention.o", oh, mark);
   if (rope) {
     dq = ApplyRopeTranspose(nb, dq, tables, 'Z');
@@ -504,14 +618,25 @@ std::vector<Tensor> LowerMla(Ctx& c, Lowering& l) {
   }
   Tensor kr = nb.Rename(k_rope, "BJP");
   const double scale = 1.0 / std::sqrt(static_cast<double>(N + P));
-  // Scores over concat(nope, rope): the two parts' dot products added.
-  Tensor scores = nb.Add(nb.Einsum("BSHN,BJHN->BHSJ", q_nope, k_nope, PrimitiveType::kF32),
-                         nb.Einsum("BSHP,BJP->BHSJ", q_rope, kr, PrimitiveType::kF32));
-  Tensor p = MaskedSoftmax(c, scores, scale);
-  Tensor pc = nb.Convert(p, c.dtype());
-  Tensor o = nb.Einsum("BHSJ,BJHV->BSHV", pc, v);
+  const bool flash = s.kernel == AttentionKernel::kFlash;
+  Tensor p, pc, o;
+  FlashSaved flash_saved;
+  if (flash) {
+    // The kernel takes one key per head: [k_nope | k_rope], k_rope broadcast over the heads.
+    Tensor q_full = nb.Concatenate({nb.Rename(q_nope, "BSHQ"), nb.Rename(q_rope, "BSHQ")}, 'Q');
+    Tensor k_rope_h = nb.BroadcastTo(k_rope, "BSHP", {{'H', H}});
+    Tensor k_full = nb.Concatenate({nb.Rename(k_nope, "BSHQ"), nb.Rename(k_rope_h, "BSHQ")}, 'Q');
+    o = FlashForward(c, q_full, k_full, nb.Rename(v, "BSHV"), scale, &flash_saved);
+  } else {
+    // Scores over concat(nope, rope): the two parts' dot products added.
+    Tensor scores = nb.Add(nb.Einsum("BSHN,BJHN->BHSJ", q_nope, k_nope, PrimitiveType::kF32),
+                           nb.Einsum("BSHP,BJP->BHSJ", q_rope, kr, PrimitiveType::kF32));
+    p = MaskedSoftmax(c, scores, scale);
+    pc = nb.Convert(p, c.dtype());
+    o = nb.Einsum("BHSJ,BJHV->BSHV", pc, v);
+    nb.SaveForBackward("attention.p", "the probabilities the forward multiplied V with", pc);
+  }
   Tensor y = SumOverTp(c, nb.Einsum("BSHV,HVD->BSD", o, wo));
-  nb.SaveForBackward("attention.p", "the probabilities the forward multiplied V with", pc);
   nb.SaveForBackward("attention.o", "the attention output the forward projected with wo", o);
   if (!backward) return {y};
 
@@ -520,18 +645,29 @@ std::vector<Tensor> LowerMla(Ctx& c, Lowering& l) {
   Tensor dy = GatherSequence(c, dy_in);
   Tensor d_wo = nb.Einsum("BSHV,BSD->HVD", o, dy);
   Tensor d_o = nb.Einsum("BSD,HVD->BSHV", dy, wo);
-  Tensor dp = nb.Einsum("BSHV,BJHV->BHSJ", d_o, v, PrimitiveType::kF32);
-  Tensor dv = nb.Rename(nb.Einsum("BHSJ,BSHV->BJHV", pc, d_o), "BSHW");
-  Tensor delta = nb.Reduce(
-      nb.Mul(nb.Convert(d_o, PrimitiveType::kF32), nb.Convert(o, PrimitiveType::kF32)), "V");
-  Tensor ds = SoftmaxGrad(c, p, dp, delta, scale);
-  nb.UseResidual("attention.p", pc, mark);
+  Tensor dq_nope, dq_rope, dk_nope, dk_rope, dv;
+  if (flash) {
+    FlashGrads g = FlashBackward(c, flash_saved, d_o, scale);
+    dq_nope = SliceAlong(nb, g.dq, 'Q', 0, N, "BSHN");
+    dq_rope = SliceAlong(nb, g.dq, 'Q', N, N + P, "BSHP");
+    dk_nope = SliceAlong(nb, g.dk, 'Q', 0, N, "BSHW");
+    // The transpose of the broadcast over the heads (partial over the devices, as below).
+    dk_rope = nb.Reduce(SliceAlong(nb, g.dk, 'Q', N, N + P, "BSHP"), "H");
+    dv = nb.Rename(g.dv, "BSHW");
+  } else {
+    Tensor dp = nb.Einsum("BSHV,BJHV->BHSJ", d_o, v, PrimitiveType::kF32);
+    dv = nb.Rename(nb.Einsum("BHSJ,BSHV->BJHV", pc, d_o), "BSHW");
+    Tensor delta = nb.Reduce(
+        nb.Mul(nb.Convert(d_o, PrimitiveType::kF32), nb.Convert(o, PrimitiveType::kF32)), "V");
+    Tensor ds = SoftmaxGrad(c, p, dp, delta, scale);
+    nb.UseResidual("attention.p", pc, mark);
+    dq_nope = nb.Einsum("BHSJ,BJHN->BSHN", ds, k_nope);
+    dk_nope = nb.Rename(nb.Einsum("BHSJ,BSHN->BJHN", ds, q_nope), "BSHW");
+    dq_rope = nb.Einsum("BHSJ,BJP->BSHP", ds, kr);
+    // Partial over the devices: each contracted only its own heads.
+    dk_rope = nb.Rename(nb.Einsum("BHSJ,BSHP->BJP", ds, q_rope), "BSP");
+  }
   nb.UseResidual("attention.o", o, mark);
-  Tensor dq_nope = nb.Einsum("BHSJ,BJHN->BSHN", ds, k_nope);
-  Tensor dk_nope = nb.Rename(nb.Einsum("BHSJ,BSHN->BJHN", ds, q_nope), "BSHW");
-  Tensor dq_rope = nb.Einsum("BHSJ,BJP->BSHP", ds, kr);
-  // Partial over the devices: each contracted only its own heads.
-  Tensor dk_rope = nb.Rename(nb.Einsum("BHSJ,BSHP->BJP", ds, q_rope), "BSP");
   if (rope) {
     dq_rope = ApplyRopeTranspose(nb, dq_rope, tables, 'P');
     dk_rope = ApplyRopeTranspose(nb, dk_rope, tables, 'P');
@@ -649,6 +785,14 @@ absl::Status AttentionLoweringSpec::Validate() const {
   expect(!a.has_sinks(),
          "attention.has_sinks: expected false (attention sinks are not lowered); "
          "got true");
+  if (kernel == AttentionKernel::kFlash) {
+    for (const auto& [name, block] :
+         {std::pair<const char*, int64_t>{"flash_block_q", flash_block_q},
+          std::pair<const char*, int64_t>{"flash_block_kv", flash_block_kv}}) {
+      expect(block > 0 && seq > 0 && seq % block == 0,
+             absl::StrCat(name, ": expected a divisor of seq = ", seq, "; got ", block));
+    }
+  }
   expect(norm_epsilon >= 0, absl::StrCat("norm_epsilon: expected >= 0; got ", norm_epsilon));
   if (errors.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));

@@ -49,7 +49,7 @@
 // tuple: y, then for fwd_bwd dx and one gradient per weight in parameter order, complete
 // (summed over the devices that hold the weight), sharded like the weight.
 //
-// Annotations: every instruction has block BLOCK_ATTENTION and phase PHASE_FORWARD or
+// Annotations: every entry instruction has block BLOCK_ATTENTION and phase PHASE_FORWARD or
 // PHASE_BACKWARD (dy and everything computed from it); parameters have their role. Not
 // lowered: the pre-attention norm of the residual stream and the residual add (the layer's
 // composition owns them), attention biases and sinks (GPT-OSS), context parallelism.
@@ -60,6 +60,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/model.pb.h"
 #include "sim/ir/primitive_type.h"
 #include "sim/lowering/layer.h"
@@ -71,7 +72,26 @@ namespace perfsim {
 // How the attention core (scores, mask, softmax, P·V and their backward) is emitted.
 enum class AttentionKernel {
   kPlain,  // plain ops, which the interpreter runs
+  kFlash,  // one custom-call each way (below), which the simulator times as one kernel
 };
+
+// The flash-attention kernels (AttentionKernel::kFlash). Operands and results, per device
+// (Dqk: the query/key head width, MLA nope + rope; Dv the value head width):
+//   perfsim.flash_attention      (q [B,S,H,Dqk], k [B,S,Hk,Dqk], v [B,S,Hk,Dv])
+//                                -> (o [B,S,H,Dv], lse [B,H,S] f32: the softmax's log-sum-exp)
+//   perfsim.flash_attention_bwd  (q, k, v, o, lse, dO [B,S,H,Dv]) -> (dq, dk, dv) shaped as q, k, v
+// with Hk = H/Hkv K/V heads for GQA (query head h reads K/V head h/(H/Hk)); MLA passes one key
+// per head, [k_nope | k_rope broadcast over the heads], and sums the rope part's gradient back
+// over the heads. The typed annotation says kernel KERNEL_FLASH_ATTENTION (_BWD) with tm =
+// block_q and tn = block_kv; backend_config is JSON
+//   {"custom_call_config":{"cost_estimate":{"flops":F,"transcendentals":T,"bytes_accessed":M}},
+//    "flash_attention":{"block_q":128,"block_kv":128,"mask":"causal|sliding_window|chunked",
+//                       "window_tokens":W,"scale":1/sqrt(Dqk)}}
+// where the cost estimate (Pallas's convention, which sim/cost reads) counts the tiles the
+// mask leaves visible (attention.cc FlashConfig). The interpreter has no implementation of
+// these targets: a flash module is for timing, the plain one for numerics.
+inline constexpr absl::string_view kFlashAttentionTarget = "perfsim.flash_attention";
+inline constexpr absl::string_view kFlashAttentionBwdTarget = "perfsim.flash_attention_bwd";
 
 struct AttentionLoweringSpec {
   // The model's attention description (proto/model.proto AttentionSpec) and D.
@@ -93,6 +113,9 @@ struct AttentionLoweringSpec {
   // The epsilon of the QK and MLA latent RMSNorms.
   double norm_epsilon = 1e-6;
   AttentionKernel kernel = AttentionKernel::kPlain;
+  // kFlash: the kernel's query and key/value blocks, tokens (each divides seq).
+  int64_t flash_block_q = 128;
+  int64_t flash_block_kv = 128;
 
   // The spec of `model`'s layer `layer` (attention, D, activation dtype, norm epsilon when
   // the model gives one), tp = 1, forward.

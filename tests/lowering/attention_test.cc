@@ -364,6 +364,31 @@ TEST(AttentionTextTest, PrintsParsesBackAndRunsTheSame) {
   }
 }
 
+// A realistic size for a golden case's attention: S = 2048 tokens, D = 1024, 16 query heads
+// (GQA: 2 K/V heads of 64, window 512; MLA: the widths below), tp = 4 with sequence
+// parallelism.
+AttentionLoweringSpec LargeSpec(const std::string& golden) {
+  AttentionLoweringSpec spec = SpecOf(FindCase(golden), Phase::kForwardBackward, 4);
+  spec.d_model = 1024;
+  spec.seq = 2048;
+  spec.batch = 1;
+  spec.sequence_parallel = true;
+  spec.attention.set_num_query_heads(16);
+  if (spec.attention.kind() == ATTENTION_KIND_MLA) {
+    spec.attention.set_num_kv_heads(16);
+    MlaSpec* m = spec.attention.mutable_mla();
+    m->set_q_lora_rank(256);
+    m->set_kv_lora_rank(128);
+    m->set_qk_nope_head_dim(64);
+    m->set_qk_rope_head_dim(32);
+    m->set_v_head_dim(64);
+  } else {
+    spec.attention.set_head_dim(64);
+    spec.attention.set_local_window_tokens(512);
+  }
+  return spec;
+}
+
 // The matmul FLOPs of one device's fwd_bwd module (plain ops compute the whole S x S score
 // matrix, masked or not). Per device: B = 1, S = 2048, D = 1024, local heads Hl = 16/4 = 4.
 //   GQA (Hkv = 2 < tp: one K/V head per device, Dh = 64), forward:
@@ -392,27 +417,8 @@ TEST(AttentionSimulatorTest, TimesEveryOpOnTpuV5p) {
   absl::StatusOr<Chip> chip = ResolveChip("tpu_v5p");
   ASSERT_TRUE(chip.ok()) << chip.status();
   for (const char* golden : {"gqa_sliding_window", "mla_causal"}) {
-    // A realistic size: S = 2048 tokens, D = 1024, 16 query heads (GQA: 2 K/V heads of 64;
-    // MLA: the widths above), tp = 4 with sequence parallelism.
-    AttentionLoweringSpec spec = SpecOf(FindCase(golden), Phase::kForwardBackward, 4);
-    spec.d_model = 1024;
-    spec.seq = 2048;
-    spec.batch = 1;
-    spec.sequence_parallel = true;
-    spec.attention.set_num_query_heads(16);
+    AttentionLoweringSpec spec = LargeSpec(golden);
     const bool mla = spec.attention.kind() == ATTENTION_KIND_MLA;
-    if (mla) {
-      spec.attention.set_num_kv_heads(16);
-      MlaSpec* m = spec.attention.mutable_mla();
-      m->set_q_lora_rank(256);
-      m->set_kv_lora_rank(128);
-      m->set_qk_nope_head_dim(64);
-      m->set_qk_rope_head_dim(32);
-      m->set_v_head_dim(64);
-    } else {
-      spec.attention.set_head_dim(64);
-      spec.attention.set_local_window_tokens(512);
-    }
     absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
     ASSERT_TRUE(layer.ok()) << layer.status();
     absl::StatusOr<Topology> topology = TopologyForModule(*layer->module, *chip, "");
@@ -425,6 +431,115 @@ TEST(AttentionSimulatorTest, TimesEveryOpOnTpuV5p) {
     EXPECT_EQ(t->num_devices, 4) << golden;
     EXPECT_GE(t->flops, MatmulFlops(mla)) << golden;
     EXPECT_LE(t->flops, 1.05 * MatmulFlops(mla)) << golden;
+  }
+}
+
+// ---- The flash kernel: the attention core as one custom-call each way.
+
+std::vector<const Instruction*> CustomCalls(const Module& module) {
+  std::vector<const Instruction*> calls;
+  for (const auto& i : module.entry()->instructions()) {
+    if (i->opcode() == Opcode::kCustomCall) calls.push_back(i.get());
+  }
+  return calls;
+}
+
+TEST(AttentionFlashTest, OneKernelEachWayWithItsBlocks) {
+  for (const GoldenCase& golden : GoldenCases()) {
+    for (int64_t tp : {1, 2}) {
+      AttentionLoweringSpec spec = SpecOf(golden, Phase::kForwardBackward, tp);
+      spec.kernel = AttentionKernel::kFlash;
+      spec.flash_block_q = 8;
+      spec.flash_block_kv = 4;
+      absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
+      ASSERT_TRUE(layer.ok()) << golden.name << ": " << layer.status();
+      const std::vector<const Instruction*> calls = CustomCalls(*layer->module);
+      ASSERT_EQ(calls.size(), 2u) << golden.name;
+      spec.kernel = AttentionKernel::kPlain;
+      absl::StatusOr<LoweredLayer> plain = LowerAttention(spec);
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      int plain_scores = 0;
+      for (const auto& [op, dims] : plain->dim_names) {
+        plain_scores += dims.find('S') != std::string::npos && dims.find('J') != std::string::npos;
+      }
+      EXPECT_GT(plain_scores, 0) << golden.name;
+      const Kernel::Name kernels[] = {Kernel::KERNEL_FLASH_ATTENTION,
+                                      Kernel::KERNEL_FLASH_ATTENTION_BWD};
+      const absl::string_view targets[] = {kFlashAttentionTarget, kFlashAttentionBwdTarget};
+      for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(calls[k]->attributes().custom_call_target, targets[k]) << golden.name;
+        const Kernel& kernel = calls[k]->annotation()->kernel();
+        EXPECT_EQ(kernel.kernel(), kernels[k]) << golden.name;
+        EXPECT_EQ(kernel.tm(), 8);
+        EXPECT_EQ(kernel.tn(), 4);
+      }
+      // No query x key matrix (names S and J) outside the kernels; the plain path has them.
+      for (const auto& [op, dims] : layer->dim_names) {
+        EXPECT_FALSE(dims.find('S') != std::string::npos && dims.find('J') != std::string::npos)
+            << golden.name << ": " << op->name() << " " << dims;
+      }
+      // It prints and parses back with its annotations and backend_config.
+      const std::string text = PrintModule(*layer->module);
+      absl::StatusOr<std::unique_ptr<Module>> parsed = ParseHloModule(text, golden.name);
+      ASSERT_TRUE(parsed.ok()) << parsed.status();
+      EXPECT_EQ(PrintModule(**parsed), text);
+      const std::vector<const Instruction*> back = CustomCalls(**parsed);
+      ASSERT_EQ(back.size(), 2u);
+      EXPECT_EQ(back[1]->annotation()->kernel().kernel(), Kernel::KERNEL_FLASH_ATTENTION_BWD);
+      EXPECT_EQ(back[0]->attributes().backend_config, calls[0]->attributes().backend_config);
+    }
+  }
+}
+
+TEST(AttentionFlashTest, RejectsBlocksThatDoNotDivideTheSequence) {
+  AttentionLoweringSpec spec = SpecOf(FindCase("gqa_causal_rope"), Phase::kForward);
+  spec.kernel = AttentionKernel::kFlash;
+  spec.flash_block_q = 6;
+  spec.flash_block_kv = 0;
+  const absl::Status status = LowerStatus(spec);
+  EXPECT_THAT(status.message(), HasSubstr("flash_block_q: expected a divisor of seq = 16; got 6"));
+  EXPECT_THAT(status.message(), HasSubstr("flash_block_kv: expected a divisor of seq = 16; got 0"));
+}
+
+// The kernels' declared FLOPs count the tiles the mask leaves visible. S = 2048 in blocks of
+// 128: 16 query blocks. Causal: block i computes i + 1 key blocks, 136 in all. Sliding window
+// W = 512: block i sees keys from 128·i − 511, i.e. key blocks i − 4 .. i (5 tiles) for i >= 4
+// and 0 .. i before: 1 + 2 + 3 + 4 + 12·5 = 70. Per tile and (batch, local query head; B = 1,
+// Hl = 4): forward 2·128·128·(Dqk + Dv), backward 2·128·128·(3·Dqk + 2·Dv).
+//   GQA (window, Dqk = Dv = 64): 2·4·70·16384·128 = 1,174,405,120 and ·320: 2,936,012,800.
+//   MLA (causal, Dqk = 96, Dv = 64): 2·4·136·16384·160 = 2,852,126,720 and ·416: 7,415,529,472.
+TEST(AttentionFlashTest, SimulatorTimesTheKernelsByTheirVisibleTiles) {
+  absl::StatusOr<Chip> chip = ResolveChip("tpu_v5p");
+  ASSERT_TRUE(chip.ok()) << chip.status();
+  const std::map<std::string, std::pair<double, double>> want = {
+      {"gqa_sliding_window", {1174405120.0, 2936012800.0}},
+      {"mla_causal", {2852126720.0, 7415529472.0}}};
+  for (const auto& [golden, flops] : want) {
+    AttentionLoweringSpec spec = LargeSpec(golden);
+    spec.kernel = AttentionKernel::kFlash;
+    absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    absl::StatusOr<Topology> topology = TopologyForModule(*layer->module, *chip, "");
+    ASSERT_TRUE(topology.ok()) << topology.status();
+    absl::StatusOr<Timeline> t = SimulateModule(*layer->module, *chip, *topology);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_THAT(t->untimed, ::testing::IsEmpty()) << golden;
+    int found = 0;
+    for (const TimelineOp& op : t->ops) {
+      if (op.opcode != "custom-call") continue;
+      EXPECT_EQ(op.flops, found == 0 ? flops.first : flops.second) << golden << " " << op.name;
+      EXPECT_GT(op.seconds, 0) << golden << " " << op.name;
+      ++found;
+    }
+    EXPECT_EQ(found, 2) << golden;
+    // The plain module computes and stores every score of the S x S matrix; the kernel only
+    // the visible tiles, in VMEM.
+    spec.kernel = AttentionKernel::kPlain;
+    absl::StatusOr<LoweredLayer> plain = LowerAttention(spec);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    absl::StatusOr<Timeline> tp = SimulateModule(*plain->module, *chip, *topology);
+    ASSERT_TRUE(tp.ok()) << tp.status();
+    EXPECT_LT(t->step_seconds, tp->step_seconds) << golden;
   }
 }
 
