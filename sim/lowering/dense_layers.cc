@@ -28,15 +28,21 @@ namespace perfsim {
 
 PrimitiveType PrimitiveTypeOfDType(DType dtype) {
   switch (dtype) {
-    case DTYPE_BF16: return PrimitiveType::kBF16;
-    case DTYPE_F16: return PrimitiveType::kF16;
-    case DTYPE_F8E4M3FN: return PrimitiveType::kF8E4M3FN;
-    case DTYPE_F8E5M2: return PrimitiveType::kF8E5M2;
-    case DTYPE_S8: return PrimitiveType::kS8;
+    case DTYPE_BF16:
+      return PrimitiveType::kBF16;
+    case DTYPE_F16:
+      return PrimitiveType::kF16;
+    case DTYPE_F8E4M3FN:
+      return PrimitiveType::kF8E4M3FN;
+    case DTYPE_F8E5M2:
+      return PrimitiveType::kF8E5M2;
+    case DTYPE_S8:
+      return PrimitiveType::kS8;
     case DTYPE_F32:
     case DTYPE_UNSPECIFIED:
     case DType_INT_MIN_SENTINEL_DO_NOT_USE_:
-    case DType_INT_MAX_SENTINEL_DO_NOT_USE_: return PrimitiveType::kF32;
+    case DType_INT_MAX_SENTINEL_DO_NOT_USE_:
+      return PrimitiveType::kF32;
   }
   return PrimitiveType::kF32;
 }
@@ -181,6 +187,12 @@ class BlockBuilder {
 
   void BeginBackward() { backward_begin_ = nb_.InstructionCount(); }
 
+  // A NamedBuilder for another computation of the module (a fusion's), recording names in
+  // the same table.
+  NamedBuilder NamedBuilderFor(ComputationBuilder& computation) {
+    return NamedBuilder(mb_, computation, &layer_.dim_names);
+  }
+
   // Sum (or max, ...) over the tp group; the identity when tp = 1.
   Tensor AllReduce(const Tensor& t, Opcode combiner = Opcode::kAdd) {
     if (tp_ == 1) return t;
@@ -238,8 +250,7 @@ class BlockBuilder {
                   PrimitiveType type, int split) const {
     std::vector<std::vector<MeshAxis>> splits(global.size());
     if (split >= 0 && tp_ > 1) splits[split].push_back(MeshAxis::kTp);
-    return TensorSpec{std::move(name), std::move(dims), std::move(global), type,
-                      std::move(splits)};
+    return TensorSpec{std::move(name), std::move(dims), std::move(global), type, std::move(splits)};
   }
   std::vector<int64_t> LocalDims(const TensorSpec& spec) const {
     std::vector<int64_t> dims = spec.global_dims;
@@ -343,9 +354,8 @@ absl::StatusOr<LoweredLayer> LowerDenseFfn(const DenseFfnSpec& spec) {
   problems.Elements("the weight [D, F]", {spec.d_model, spec.ffn_dim});
   problems.Norm(spec.norm);
   const ActivationKind act = spec.activation.kind();
-  if (!spec.activation.gated() ||
-      (act != ACTIVATION_KIND_SILU && act != ACTIVATION_KIND_GELU &&
-       act != ACTIVATION_KIND_CLIPPED_SWIGLU)) {
+  if (!spec.activation.gated() || (act != ACTIVATION_KIND_SILU && act != ACTIVATION_KIND_GELU &&
+                                   act != ACTIVATION_KIND_CLIPPED_SWIGLU)) {
     problems.Add(absl::StrCat("expected a gated silu, gelu or clipped_swiglu activation; got ",
                               spec.activation.gated() ? "gated " : "ungated ",
                               ActivationKind_Name(act)));
@@ -391,8 +401,8 @@ absl::StatusOr<LoweredLayer> LowerDenseFfn(const DenseFfnSpec& spec) {
   Tensor d_w0 = nb.Einsum("BSD,BSF->DF", norm.out, dh0);
   Tensor d_w1 = nb.Einsum("BSD,BSF->DF", norm.out, dh1);
   // Each device holds the partial sum over its F shard: all-reduced before the norm.
-  Tensor dn = bb.AllReduce(
-      nb.Add(nb.Einsum("BSF,DF->BSD", dh0, w0a), nb.Einsum("BSF,DF->BSD", dh1, w1a)));
+  Tensor dn =
+      bb.AllReduce(nb.Add(nb.Einsum("BSF,DF->BSD", dh0, w0a), nb.Einsum("BSF,DF->BSD", dh1, w1a)));
   NormGrads ng = NormGrad(nb, spec.norm, norm, scale, dn);
   Tensor dx = nb.Convert(ng.dx, act_type);
   if (spec.residual) dx = nb.Add(dx, dy);
@@ -426,10 +436,10 @@ absl::StatusOr<LoweredLayer> LowerEmbedding(const EmbeddingSpec& spec) {
                   spec.tp);
   NamedBuilder& nb = bb.nb();
   // Token ids are the block's input data (not routing): ROLE_ACTIVATION.
-  Tensor ids = bb.Parameter("ids", PrimitiveType::kS32, "BS", {B, S}, -1,
-                            Annotation::ROLE_ACTIVATION);
-  Tensor table = bb.Parameter("table", spec.param_type, "VD", {V, D}, 0,
-                              Annotation::ROLE_TRAINED_WEIGHT);
+  Tensor ids =
+      bb.Parameter("ids", PrimitiveType::kS32, "BS", {B, S}, -1, Annotation::ROLE_ACTIVATION);
+  Tensor table =
+      bb.Parameter("table", spec.param_type, "VD", {V, D}, 0, Annotation::ROLE_TRAINED_WEIGHT);
 
   // The local row of each token and whether this shard holds it (Megatron's masked lookup):
   // other tokens read row 0 and are zeroed. Ids outside [0, V) are in no shard.
@@ -453,12 +463,12 @@ absl::StatusOr<LoweredLayer> LowerEmbedding(const EmbeddingSpec& spec) {
 
   // d_table[v] = Σ over the tokens whose id is v of dy[token], in f32, on the shard holding v.
   bb.BeginBackward();
-  Tensor dy = bb.Parameter("dy", spec.activation_type, "BSD", {B, S, D}, -1,
-                           Annotation::ROLE_COTANGENT);
+  Tensor dy =
+      bb.Parameter("dy", spec.activation_type, "BSD", {B, S, D}, -1, Annotation::ROLE_COTANGENT);
   Tensor dy_rows = nb.Convert(nb.Reshape(dy, "TD", {T, D}), PrimitiveType::kF32);
   dy_rows = nb.Select(mine, dy_rows, nb.Full(PrimitiveType::kF32, "TD", {T, D}, 0));
-  Tensor d_table = nb.ScatterAddRows(nb.Full(PrimitiveType::kF32, "VD", {V_local, D}, 0),
-                                     rows_index, dy_rows);
+  Tensor d_table =
+      nb.ScatterAddRows(nb.Full(PrimitiveType::kF32, "VD", {V_local, D}, 0), rows_index, dy_rows);
   bb.Output("d_table", nb.Convert(d_table, spec.param_type), {V, D}, 0);
   return std::move(bb).Finish();
 }
@@ -494,8 +504,8 @@ absl::StatusOr<LoweredLayer> LowerLmHead(const LmHeadSpec& spec) {
   if (layernorm) bias = bb.Parameter("norm_bias", param_type, "D", {D}, -1, kTrained);
   Tensor w = bb.Parameter(w_name, param_type, "VD", {V, D}, 0, kTrained);
   // The labels are input data like the ids: ROLE_ACTIVATION.
-  Tensor labels = bb.Parameter("labels", PrimitiveType::kS32, "BS", {B, S}, -1,
-                               Annotation::ROLE_ACTIVATION);
+  Tensor labels =
+      bb.Parameter("labels", PrimitiveType::kS32, "BS", {B, S}, -1, Annotation::ROLE_ACTIVATION);
 
   NormForward norm = Norm(nb, spec.norm, h, scale, layernorm ? &bias : nullptr, act_type);
   Tensor wa = nb.Convert(w, act_type);
@@ -565,33 +575,62 @@ absl::StatusOr<LoweredLayer> LowerAdamW(const OptimizerSpec& spec) {
 
   BlockBuilder bb("adamw", Annotation::BLOCK_OPTIMIZER, /*tp=*/1);
   NamedBuilder& nb = bb.nb();
-  Tensor param = bb.Parameter("param", spec.param_type, "N", {N}, -1,
-                              Annotation::ROLE_TRAINED_WEIGHT);
+  Tensor param =
+      bb.Parameter("param", spec.param_type, "N", {N}, -1, Annotation::ROLE_TRAINED_WEIGHT);
   Tensor grad = bb.Parameter("grad", spec.grad_type, "N", {N}, -1, kActivation);
   Tensor m = bb.Parameter("m", kF32, "N", {N}, -1, kState);
   Tensor v = bb.Parameter("v", kF32, "N", {N}, -1, kState);
   Tensor lr = bb.Parameter("lr", kF32, "", {}, -1, kActivation);
   Tensor count = bb.Parameter("count", kF32, "", {}, -1, kActivation);
 
-  Tensor g = nb.Convert(grad, kF32);
-  Tensor p = nb.Convert(param, kF32);
-  Tensor m2 = nb.Add(nb.MulScalar(m, spec.b1), nb.MulScalar(g, 1 - spec.b1));
-  Tensor v2 = nb.Add(nb.MulScalar(v, spec.b2), nb.MulScalar(nb.Mul(g, g), 1 - spec.b2));
+  // The update is one multi-output loop fusion, as XLA compiles an optimizer step: each
+  // input read once, each output written once, (2·bytes(param) + bytes(grad) + 16)·N bytes.
+  // Left unfused, the simulator's loop fusion (sim/simulator/fusion.h) has no multi-output
+  // fusion and would write m' and v' and read them back, and read g once per consumer.
+  ModuleBuilder& mb = nb.module_builder();
+  ComputationBuilder& body = mb.NewComputation("adamw_update");
+  NamedBuilder fb = bb.NamedBuilderFor(body);
+  std::vector<Tensor> args = {param, grad, m, v, lr, count};
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    in.push_back(fb.Parameter(static_cast<int64_t>(i), absl::StrCat(args[i].op->name(), ".in"),
+                              args[i].type(), args[i].dims, args[i].shape().dimensions()));
+  }
+  Tensor g = fb.Convert(in[1], kF32);
+  Tensor p = fb.Convert(in[0], kF32);
+  Tensor m2 = fb.Add(fb.MulScalar(in[2], spec.b1), fb.MulScalar(g, 1 - spec.b1));
+  Tensor v2 = fb.Add(fb.MulScalar(in[3], spec.b2), fb.MulScalar(fb.Mul(g, g), 1 - spec.b2));
   // Bias corrections on scalars: 1/(1 − b^t).
   auto inverse_correction = [&](double b) {
-    Tensor power = nb.Binary(Opcode::kPower, nb.Scalar(kF32, b), count);
-    Tensor correction = nb.AddScalar(nb.MulScalar(power, -1), 1);
-    return nb.Div(nb.Scalar(kF32, 1), correction);
+    Tensor power = fb.Binary(Opcode::kPower, fb.Scalar(kF32, b), in[5]);
+    Tensor correction = fb.AddScalar(fb.MulScalar(power, -1), 1);
+    return fb.Div(fb.Scalar(kF32, 1), correction);
   };
-  Tensor m_hat = nb.Mul(m2, inverse_correction(spec.b1));
-  Tensor v_hat = nb.Mul(v2, inverse_correction(spec.b2));
-  Tensor update = nb.Div(m_hat, nb.AddScalar(nb.Unary(Opcode::kSqrt, v_hat), spec.eps));
-  update = nb.Add(update, nb.MulScalar(p, spec.weight_decay));
-  Tensor new_param = nb.Sub(p, nb.Mul(update, lr));
+  Tensor m_hat = fb.Mul(m2, inverse_correction(spec.b1));
+  Tensor v_hat = fb.Mul(v2, inverse_correction(spec.b2));
+  Tensor update = fb.Div(m_hat, fb.AddScalar(fb.Unary(Opcode::kSqrt, v_hat), spec.eps));
+  update = fb.Add(update, fb.MulScalar(p, spec.weight_decay));
+  Tensor new_param = fb.Convert(fb.Sub(p, fb.Mul(update, in[4])), spec.param_type);
+  body.SetRoot(body.Tuple({new_param.op, m2.op, v2.op}));
 
-  bb.Output("new_param", nb.Convert(new_param, spec.param_type), {N});
-  bb.Output("new_m", m2, {N});
-  bb.Output("new_v", v2, {N});
+  std::vector<Instruction*> operands;
+  for (const Tensor& t : args) operands.push_back(t.op);
+  InstructionAttributes attributes;
+  attributes.fusion_kind = FusionKind::kLoop;
+  ComputationBuilder& entry = nb.raw();
+  Instruction* fusion = entry.Add(Opcode::kFusion, std::move(operands), std::move(attributes),
+                                  Shape(), "adamw", body.computation());
+  if (!mb.IsPlaceholder(fusion)) {
+    // A fusion names its computation with calls=, not to_apply= (XLA's text).
+    fusion->set_calls({body.computation()});
+    fusion->set_to_apply(nullptr);
+  }
+  auto element = [&](int64_t i, const Tensor& like) {
+    return nb.Name(entry.GetTupleElement(fusion, i), like.dims);
+  };
+  bb.Output("new_param", element(0, param), {N});
+  bb.Output("new_m", element(1, m), {N});
+  bb.Output("new_v", element(2, v), {N});
   return std::move(bb).Finish();
 }
 

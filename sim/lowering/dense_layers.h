@@ -2,8 +2,9 @@
 // FFN, the token embedding, the LM head with its loss, and the AdamW update. Each returns a
 // LoweredLayer (layer.h): a per-device module over the block's tensor-parallel group only
 // (num_partitions = tp), every entry instruction annotated with its block and phase, every
-// parameter with its role. Backward passes are written by hand (no autodiff), like the MoE
-// backends'.
+// parameter with its role (the instructions of called computations, a reduce's add or the
+// optimizer's fusion, carry the block only). Backward passes are written by hand (no
+// autodiff), like the MoE backends'.
 //
 //   DenseFfnSpec spec = DenseFfnSpec::FromModel(model, /*batch=*/4, /*seq=*/4096, /*tp=*/8,
 //                                               Phase::kForwardBackward);
@@ -89,8 +90,8 @@ struct EmbeddingSpec {
   PrimitiveType activation_type = PrimitiveType::kF32;
   PrimitiveType param_type = PrimitiveType::kF32;
 
-  static EmbeddingSpec FromModel(const ModelConfig& model, int64_t batch, int64_t seq,
-                                 int64_t tp, Phase phase);
+  static EmbeddingSpec FromModel(const ModelConfig& model, int64_t batch, int64_t seq, int64_t tp,
+                                 Phase phase);
 };
 absl::StatusOr<LoweredLayer> LowerEmbedding(const EmbeddingSpec& spec);
 
@@ -131,12 +132,15 @@ absl::StatusOr<LoweredLayer> LowerLmHead(const LmHeadSpec& spec);
 //   p' = p − lr·(m̂/(sqrt(v̂) + eps) + weight_decay·p)
 // b1, b2, eps and weight_decay are constants of the module; the learning rate lr and the step
 // number t (from 1, as f32) are scalar parameters, since a schedule changes them every step.
-// Elementwise: its time is HBM traffic, (bytes(param)·2 + bytes(grad) + 4·4)·N.
+// The update is one multi-output loop fusion (kind=kLoop, computation adamw_update), as XLA
+// compiles an optimizer step: its time is HBM traffic, (2·bytes(param) + bytes(grad) + 16)·N
+// bytes (28·N for f32), for N up to ~1e9 in one flat vector.
 //
 // Parameters: param [N] (trained weight, param_type: an f32 master copy or bf16), grad [N]
 // (activation: the block's input, grad_type), m [N], v [N] (f32 optimizer state, frozen
 // weights: held like weights, no gradient), lr, count (f32 scalars, activation). Outputs:
-// new_param [N] (param_type), new_m, new_v [N] (f32). Every instruction is PHASE_OPTIMIZER.
+// new_param [N] (param_type), new_m, new_v [N] (f32). Every entry instruction is
+// PHASE_OPTIMIZER; the fusion's own instructions carry the block only.
 struct OptimizerSpec {
   int64_t num_params = 0;  // N
   PrimitiveType param_type = PrimitiveType::kF32;

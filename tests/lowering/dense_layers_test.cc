@@ -141,8 +141,7 @@ void ExpectTpMatchesTp1(const LoweredLayer& tp1, const LoweredLayer& tpn, int64_
 }
 
 DenseFfnSpec FfnSpec(NormKind norm, ActivationKind act, Phase phase, int64_t tp = 1) {
-  DenseFfnSpec spec{.batch = kB, .seq = kS, .d_model = kD, .ffn_dim = kF, .tp = tp,
-                    .phase = phase};
+  DenseFfnSpec spec{.batch = kB, .seq = kS, .d_model = kD, .ffn_dim = kF, .tp = tp, .phase = phase};
   spec.activation.set_kind(act);
   spec.activation.set_gated(true);
   spec.norm.set_kind(norm);
@@ -151,13 +150,13 @@ DenseFfnSpec FfnSpec(NormKind norm, ActivationKind act, Phase phase, int64_t tp 
 }
 
 EmbeddingSpec EmbedSpec(Phase phase, int64_t tp = 1) {
-  return EmbeddingSpec{.batch = kB, .seq = kS, .vocab_size = kV, .d_model = kD, .tp = tp,
-                       .phase = phase};
+  return EmbeddingSpec{
+      .batch = kB, .seq = kS, .vocab_size = kV, .d_model = kD, .tp = tp, .phase = phase};
 }
 
 LmHeadSpec HeadSpec(Phase phase, int64_t tp = 1) {
-  LmHeadSpec spec{.batch = kB, .seq = kS, .vocab_size = kV, .d_model = kD, .tp = tp,
-                  .phase = phase};
+  LmHeadSpec spec{
+      .batch = kB, .seq = kS, .vocab_size = kV, .d_model = kD, .tp = tp, .phase = phase};
   spec.norm.set_kind(NORM_KIND_RMSNORM);
   spec.norm.set_epsilon(1e-6);
   return spec;
@@ -165,8 +164,7 @@ LmHeadSpec HeadSpec(Phase phase, int64_t tp = 1) {
 
 // The golden's constants (MANIFEST.json "adamw" attributes).
 OptimizerSpec AdamSpec(int64_t n = 1000) {
-  return OptimizerSpec{.num_params = n, .b1 = 0.9, .b2 = 0.95, .eps = 1e-8,
-                       .weight_decay = 0.1};
+  return OptimizerSpec{.num_params = n, .b1 = 0.9, .b2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
 }
 
 LoweredLayer Lower(absl::StatusOr<LoweredLayer> layer) {
@@ -192,8 +190,8 @@ TEST(DenseLayersJaxTest, FfnRmsNormSiluGradientsMatchJaxGrad) {
 }
 
 TEST(DenseLayersJaxTest, FfnLayerNormGeluGradientsMatchJaxGrad) {
-  LoweredLayer layer = Lower(LowerDenseFfn(
-      FfnSpec(NORM_KIND_LAYERNORM, ACTIVATION_KIND_GELU, Phase::kForwardBackward)));
+  LoweredLayer layer = Lower(
+      LowerDenseFfn(FfnSpec(NORM_KIND_LAYERNORM, ACTIVATION_KIND_GELU, Phase::kForwardBackward)));
   ASSERT_NE(layer.module, nullptr);
   ASSERT_EQ(layer.outputs.size(), 7u);  // ... d_norm_bias after d_norm_scale
   ExpectGoldenOutputs(layer, "ffn_layernorm_gelu");
@@ -302,7 +300,8 @@ TEST(DenseLayersTpTest, FfnTp2MatchesTp1) {
   for (NormKind norm : {NORM_KIND_RMSNORM, NORM_KIND_LAYERNORM}) {
     const ActivationKind act =
         norm == NORM_KIND_RMSNORM ? ACTIVATION_KIND_SILU : ACTIVATION_KIND_GELU;
-    const std::string golden = norm == NORM_KIND_RMSNORM ? "ffn_rmsnorm_silu" : "ffn_layernorm_gelu";
+    const std::string golden =
+        norm == NORM_KIND_RMSNORM ? "ffn_rmsnorm_silu" : "ffn_layernorm_gelu";
     LoweredLayer one = Lower(LowerDenseFfn(FfnSpec(norm, act, Phase::kForwardBackward, 1)));
     LoweredLayer two = Lower(LowerDenseFfn(FfnSpec(norm, act, Phase::kForwardBackward, 2)));
     ASSERT_NE(two.module, nullptr);
@@ -311,8 +310,8 @@ TEST(DenseLayersTpTest, FfnTp2MatchesTp1) {
 }
 
 TEST(DenseLayersTpTest, FfnTp2ShardsTheHiddenDimension) {
-  LoweredLayer two = Lower(LowerDenseFfn(
-      FfnSpec(NORM_KIND_RMSNORM, ACTIVATION_KIND_SILU, Phase::kForwardBackward, 2)));
+  LoweredLayer two = Lower(
+      LowerDenseFfn(FfnSpec(NORM_KIND_RMSNORM, ACTIVATION_KIND_SILU, Phase::kForwardBackward, 2)));
   ASSERT_NE(two.module, nullptr);
   // x, norm_scale, w0 [D, F/2], w1 [D, F/2], wo [F/2, D], dy.
   const auto& params = two.module->entry()->parameters();
@@ -357,8 +356,7 @@ void ExpectError(const absl::Status& status, const std::string& substring) {
 
 TEST(DenseLayersSpecTest, FfnRejectsHiddenNotDivisibleByTp) {
   ExpectError(
-      LowerDenseFfn(FfnSpec(NORM_KIND_RMSNORM, ACTIVATION_KIND_SILU, Phase::kForward, 5))
-          .status(),
+      LowerDenseFfn(FfnSpec(NORM_KIND_RMSNORM, ACTIVATION_KIND_SILU, Phase::kForward, 5)).status(),
       "dense_ffn: expected ffn_dim divisible by tp = 5; got 48");
 }
 
@@ -370,10 +368,12 @@ TEST(DenseLayersSpecTest, FfnReportsEveryProblemAtOnce) {
   const absl::Status status = LowerDenseFfn(spec).status();
   ExpectError(status, "dense_ffn: expected batch > 0; got 0");
   ExpectError(status, "dense_ffn: expected ffn_dim > 0; got 0");
-  ExpectError(status, "expected norm kind NORM_KIND_RMSNORM or NORM_KIND_LAYERNORM; got "
-                      "NORM_KIND_UNSPECIFIED");
-  ExpectError(status, "expected a gated silu, gelu or clipped_swiglu activation; got ungated "
-                      "ACTIVATION_KIND_SILU");
+  ExpectError(status,
+              "expected norm kind NORM_KIND_RMSNORM or NORM_KIND_LAYERNORM; got "
+              "NORM_KIND_UNSPECIFIED");
+  ExpectError(status,
+              "expected a gated silu, gelu or clipped_swiglu activation; got ungated "
+              "ACTIVATION_KIND_SILU");
 }
 
 TEST(DenseLayersSpecTest, EmbeddingAndLmHeadRejectVocabNotDivisibleByTp) {
@@ -411,16 +411,15 @@ TEST(DenseLayersSpecTest, SpecsFromABuiltInModel) {
   absl::StatusOr<ModelConfig> model = ResolveModel("deepseek_v3");
   ASSERT_TRUE(model.ok()) << model.status();
   // F_dense = 18432 over tp = 8; bf16 weights and activations; RMSNorm.
-  LoweredLayer ffn = Lower(
-      LowerDenseFfn(DenseFfnSpec::FromModel(*model, 1, 128, 8, Phase::kForwardBackward)));
+  LoweredLayer ffn =
+      Lower(LowerDenseFfn(DenseFfnSpec::FromModel(*model, 1, 128, 8, Phase::kForwardBackward)));
   ASSERT_NE(ffn.module, nullptr);
   const Instruction* w0 = ffn.module->entry()->parameter(2);
   EXPECT_EQ(w0->name(), "w0");
   EXPECT_EQ(w0->shape().dimensions(), (std::vector<int64_t>{7168, 18432 / 8}));
   EXPECT_EQ(w0->shape().element_type(), PrimitiveType::kBF16);
   // V = 129280 over tp = 8.
-  LoweredLayer head =
-      Lower(LowerLmHead(LmHeadSpec::FromModel(*model, 1, 128, 8, Phase::kForward)));
+  LoweredLayer head = Lower(LowerLmHead(LmHeadSpec::FromModel(*model, 1, 128, 8, Phase::kForward)));
   ASSERT_NE(head.module, nullptr);
   EXPECT_EQ(head.module->entry()->parameter(2)->shape().dimensions(),
             (std::vector<int64_t>{129280 / 8, 7168}));
@@ -577,8 +576,7 @@ TEST(DenseLayersSimulatorTest, EveryBlockHasAPositiveTimeAndNoUntimedOps) {
     }
     std::cout << name << ": step " << t.timeline.step_seconds * 1e3 << " ms, serial "
               << t.timeline.serial_seconds * 1e3 << " ms, flops " << t.timeline.flops
-              << ", exposed communication " << t.timeline.exposed_communication * 1e3
-              << " ms\n";
+              << ", exposed communication " << t.timeline.exposed_communication * 1e3 << " ms\n";
   }
 }
 
@@ -593,28 +591,32 @@ TEST(DenseLayersSimulatorTest, DenseFfnIsComputeBoundAndOptimizerIsMemoryBound) 
   Timed f = Simulate(*ffn_layer.module);
   EXPECT_GE(f.timeline.flops, 9 * 2.0 * 4096 * 4096 * 14336 / 4);
   double compute = 0;
-  for (const TimelineOp& op : f.timeline.ops) compute += op.bound == Bound::kCompute ? op.seconds : 0;
+  for (const TimelineOp& op : f.timeline.ops)
+    compute += op.bound == Bound::kCompute ? op.seconds : 0;
   EXPECT_GT(compute, 0.5 * f.timeline.serial_seconds);
 
-  // AdamW on 2^30 f32 parameters reads param, grad, m, v and writes param, m, v: at least
-  // 7·4·2^30 bytes, so at least that over the chip's HBM bandwidth; its time is memory-bound
-  // ops (the scalar bias corrections are negligible).
+  // AdamW on 2^30 f32 parameters is one loop fusion that reads param, grad, m, v (and two
+  // scalars) and writes param, m, v: 7·4·2^30 bytes (+8), so its time is that over the chip's
+  // HBM bandwidth (within 1%: a kernel's fixed overhead and the scalar arithmetic are
+  // microseconds against ~11 ms), and the op is memory-bound.
   const int64_t n = int64_t{1} << 30;
   LoweredLayer adam = Lower(LowerAdamW(AdamSpec(n)));
   ASSERT_NE(adam.module, nullptr);
   Timed a = Simulate(*adam.module);
   const double min_bytes = 7.0 * 4 * n;
+  const double hbm_seconds = min_bytes / a.chip.hbm_bytes_per_second();
   double memory = 0, bytes = 0;
   for (const TimelineOp& op : a.timeline.ops) {
     if (op.bound == Bound::kMemory) memory += op.seconds;
     bytes += op.bytes;
   }
   EXPECT_GE(bytes, min_bytes);
-  EXPECT_GE(a.timeline.step_seconds, min_bytes / a.chip.hbm_bytes_per_second());
+  EXPECT_LE(bytes, min_bytes + 64);
+  EXPECT_GE(a.timeline.step_seconds, hbm_seconds);
+  EXPECT_LE(a.timeline.step_seconds, 1.01 * hbm_seconds);
   EXPECT_GT(memory, 0.99 * a.timeline.serial_seconds);
   std::cout << "adamw 2^30: step " << a.timeline.step_seconds * 1e3 << " ms, HBM bytes " << bytes
-            << " (min " << min_bytes << "), bound by HBM " << min_bytes / a.chip.hbm_bytes_per_second() * 1e3
-            << " ms\n";
+            << ", HBM bound " << hbm_seconds * 1e3 << " ms\n";
 }
 
 }  // namespace
