@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,6 +30,7 @@
 #include "sim/ir/hlo_parser.h"
 #include "sim/ir/hlo_printer.h"
 #include "sim/ir/verifier.h"
+#include "sim/moe/model_registry.h"
 #include "sim/simulator/simulator.h"
 
 namespace perfsim {
@@ -540,6 +542,126 @@ TEST(AttentionFlashTest, SimulatorTimesTheKernelsByTheirVisibleTiles) {
     absl::StatusOr<Timeline> tp = SimulateModule(*plain->module, *chip, *topology);
     ASSERT_TRUE(tp.ok()) << tp.status();
     EXPECT_LT(t->step_seconds, tp->step_seconds) << golden;
+  }
+}
+
+// ---- The built-in models.
+
+int CountOpcode(const Module& module, Opcode opcode) {
+  int n = 0;
+  for (const auto& i : module.entry()->instructions()) n += i->opcode() == opcode;
+  return n;
+}
+
+// Every built-in model's attention lowers on one device and on tp = 8, and its weights (the
+// norm scales aside) hold the elements ModelConfig::AttentionParamsPerLayer counts
+// independently (DeepSeek-V3: 187,105,280).
+TEST(AttentionModelTest, BuiltInModelsLowerWithTheirParameterCount) {
+  for (const char* name : {"deepseek_v3", "kimi_k2", "deepseek_v2_lite", "qwen3_30b_a3b",
+                           "qwen3_235b_a22b", "mixtral_8x7b", "mixtral_8x22b", "llama4_maverick"}) {
+    absl::StatusOr<ModelConfig> model = ResolveModel(name);
+    ASSERT_TRUE(model.ok()) << model.status();
+    AttentionLoweringSpec spec = AttentionLoweringSpec::FromModel(*model, 0, 1, 256);
+    spec.phase = Phase::kForwardBackward;
+    absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
+    ASSERT_TRUE(layer.ok()) << name << ": " << layer.status();
+    int64_t elements = 0;
+    for (const TensorSpec& t : layer->parameters) {
+      if (t.role != Annotation::ROLE_TRAINED_WEIGHT || absl::EndsWith(t.name, "_norm")) continue;
+      int64_t n = 1;
+      for (int64_t d : t.global_dims) n *= d;
+      elements += n;
+    }
+    EXPECT_EQ(elements, model->AttentionParamsPerLayer()) << name;
+    spec.tp = 8;
+    spec.sequence_parallel = true;
+    layer = LowerAttention(spec);
+    EXPECT_TRUE(layer.ok()) << name << " on tp = 8: " << layer.status();
+  }
+}
+
+// Llama 4 Maverick's layer pattern: chunked attention with RoPE on layers 0-2, global NoPE
+// attention on layer 3.
+TEST(AttentionModelTest, LayerPatternPicksScopeAndRope) {
+  absl::StatusOr<ModelConfig> model = ResolveModel("llama4_maverick");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<LoweredLayer> chunked =
+      LowerAttention(AttentionLoweringSpec::FromModel(*model, 0, 1, 64));
+  ASSERT_TRUE(chunked.ok()) << chunked.status();
+  absl::StatusOr<LoweredLayer> nope =
+      LowerAttention(AttentionLoweringSpec::FromModel(*model, 3, 1, 64));
+  ASSERT_TRUE(nope.ok()) << nope.status();
+  EXPECT_GT(CountOpcode(*chunked->module, Opcode::kCos), 0);
+  EXPECT_EQ(CountOpcode(*nope->module, Opcode::kCos), 0);
+  // The chunked mask divides positions by the chunk; the global one does not.
+  EXPECT_GT(CountOpcode(*chunked->module, Opcode::kDivide),
+            CountOpcode(*nope->module, Opcode::kDivide));
+}
+
+// GPT-OSS's attention biases and sinks are not lowered: a clear error, not a silent omission.
+TEST(AttentionModelTest, RefusesBiasesAndSinks) {
+  absl::StatusOr<ModelConfig> model = ResolveModel("gpt_oss_120b");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const absl::Status status =
+      LowerAttention(AttentionLoweringSpec::FromModel(*model, 0, 1, 64)).status();
+  EXPECT_THAT(status.message(), HasSubstr("attention.has_bias: expected false"));
+  EXPECT_THAT(status.message(), HasSubstr("attention.has_sinks: expected false"));
+}
+
+// ---- bf16: the matmuls produce bf16, the softmax and norms compute in f32.
+
+// The golden inputs rounded to bf16 and run through the bf16 module, against the f32 goldens.
+// Tolerance 3e-2: every bf16 value carries a relative rounding error up to 2^-9 ≈ 2e-3, and
+// the backward rounds a chain of about ten matmul and elementwise results before a gradient;
+// the worst seen is 1.6e-2 (deterministic: the interpreter's bits do not vary). The f32 test
+// above pins the math at 1e-5; this one checks the bf16 module's types and conversions.
+TEST(AttentionBf16Test, MatchesTheF32GoldensAtBf16Precision) {
+  for (const char* golden : {"gqa_qk_norm", "mla_causal"}) {
+    AttentionLoweringSpec spec = SpecOf(FindCase(golden), Phase::kForwardBackward, 2);
+    spec.dtype = PrimitiveType::kBF16;
+    absl::StatusOr<LoweredLayer> layer = LowerAttention(spec);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    std::vector<std::vector<Literal>> inputs(2);
+    for (const TensorSpec& p : layer->parameters) {
+      const Literal full = Load(golden, p.name);
+      for (int64_t d = 0; d < 2; ++d) {
+        Literal part = full;
+        for (size_t i = 0; i < p.split.size(); ++i) {
+          if (p.split[i].empty()) continue;
+          const int64_t n = full.shape().dimensions(i) / 2;
+          part = SliceDim(part, i, d * n, (d + 1) * n);
+        }
+        Literal bf16(Shape::Array(PrimitiveType::kBF16, part.shape().dimensions()));
+        for (int64_t e = 0; e < part.element_count(); ++e) {
+          bf16.SetFromDouble(e, part.GetAsDouble(e));
+        }
+        inputs[d].push_back(std::move(bf16));
+      }
+    }
+    InterpreterOptions options;
+    options.num_devices = 2;
+    absl::StatusOr<RunResult> run = RunModule(*layer->module, inputs, options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    for (size_t i = 0; i < layer->outputs.size(); ++i) {
+      const TensorSpec& t = layer->outputs[i];
+      Literal want = Load(golden, t.name);
+      Literal got = run->outputs[0][i];
+      if (!t.split.empty()) {
+        // Device 0's shard of a split output.
+        for (size_t k = 0; k < t.split.size(); ++k) {
+          if (t.split[k].empty()) continue;
+          want = SliceDim(want, k, 0, want.shape().dimensions(k) / 2);
+        }
+      }
+      ASSERT_EQ(got.shape().element_type(), PrimitiveType::kBF16) << t.name;
+      double max_want = 0, max_diff = 0;
+      for (int64_t e = 0; e < want.element_count(); ++e) {
+        max_want = std::max(max_want, std::fabs(want.GetAsDouble(e)));
+        max_diff = std::max(max_diff, std::fabs(got.GetAsDouble(e) - want.GetAsDouble(e)));
+      }
+      EXPECT_LE(max_diff / max_want, 3e-2) << golden << " " << t.name;
+      EXPECT_GT(max_diff, 0) << golden << " " << t.name << ": bf16 should round somewhere";
+    }
   }
 }
 
