@@ -22,6 +22,7 @@ commands:
   fit --kernel ...   does a kernel tiling fit VMEM / shared memory; --search: fastest that fits
   cost FILE.hlo --hw NAME   flops, bytes and time per instruction on a chip
   predict            step time of the MoE layer on a cluster (default: DeepSeek-V3 on v7x)
+  step --model M --hw H ...  the whole training step: time, tokens/s, MFU, breakdown, HBM
   lower --backend NAME      print the per-device HLO a backend lowers the MoE step to
   validate [--backend NAME|all]  every backend against the dense reference, fwd and bwd
   accuracy FILE.csv  predicted vs measured rows (physics, calibrated, leave-one-out)
@@ -78,6 +79,7 @@ int RunPerfsim(const std::vector<std::string>& args, std::istream& in, std::ostr
   if (command == "accuracy") return RunAccuracyCommand(rest, io);
   if (command == "calibrate") return RunCalibrateCommand(rest, io);
   if (command == "sweep") return RunSweepCommand(rest, io);
+  if (command == "step") return RunTrainStepCommand(rest, io);
   err << "perfsim: unknown command '" << command << "'\n\n" << kUsage;
   return kExitBadInput;
 }

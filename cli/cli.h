@@ -58,6 +58,7 @@ int RunPredictCommand(const std::vector<std::string>& args, CliIo& io);
 int RunAccuracyCommand(const std::vector<std::string>& args, CliIo& io);
 int RunCalibrateCommand(const std::vector<std::string>& args, CliIo& io);
 int RunSweepCommand(const std::vector<std::string>& args, CliIo& io);
+int RunTrainStepCommand(const std::vector<std::string>& args, CliIo& io);
 
 }  // namespace perfsim
 

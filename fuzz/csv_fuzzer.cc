@@ -71,9 +71,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckRejection(mapped.status());
       continue;
     }
-    // Exactly one of: a closed-form scenario, a whole-layer scenario, a reason to skip.
+    // Exactly one of: a closed-form scenario, a whole-layer scenario, a whole step, a reason
+    // to skip.
     Require(int{mapped->scenario.has_value()} + int{mapped->block.has_value()} +
-                int{!mapped->skipped_reason.empty()} ==
+                int{mapped->train_step.has_value()} + int{!mapped->skipped_reason.empty()} ==
             1);
   }
   // The whole pipeline, as `perfsim accuracy` runs it; a fit per row is too slow for every

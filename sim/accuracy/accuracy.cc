@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sim/accuracy/block_model.h"
+#include "sim/accuracy/step_row_model.h"
 #include "sim/accuracy/scenario.h"
 #include "sim/util/status.h"
 
@@ -65,6 +66,7 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
   report.filename = file.filename;
   std::vector<int64_t> model_of_row;  // index into report.models, -1 when skipped or a block
   std::map<size_t, BlockScenario> block_of_row;  // by index into report.rows
+  std::map<size_t, StepRowScenario> step_of_row;
   for (const Measurement& m : file.rows) {
     AccuracyRow row;
     row.id = m.id;
@@ -80,6 +82,10 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
       row.chip = mapped.block->chip;
       row.description = mapped.block->description;
       block_of_row.emplace(report.rows.size(), *std::move(mapped.block));
+    } else if (mapped.train_step.has_value()) {
+      row.chip = mapped.train_step->chip;
+      row.description = mapped.train_step->description;
+      step_of_row.emplace(report.rows.size(), *std::move(mapped.train_step));
     } else if (!mapped.scenario.has_value()) {
       row.skipped_reason = mapped.skipped_reason;
     } else {
@@ -139,6 +145,30 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
     const absl::StatusOr<BlockPrediction> physics = PredictBlock(block, ChipFactors());
     const absl::StatusOr<BlockPrediction> calibrated =
         PredictBlock(block, report.calibration.For(block.chip));
+    if (!physics.ok() || !calibrated.ok()) {
+      row.skipped_reason = absl::StrCat(
+          "cannot simulate: ",
+          (physics.ok() ? calibrated.status() : physics.status()).message());
+      ++report.skipped;
+      continue;
+    }
+    row.detail = physics->detail;
+    row.predicted[kPhysics] = physics->value;
+    row.predicted[kCalibrated] = calibrated->value;
+    row.predicted[kLeaveOneOut] = options.leave_one_out
+                                      ? calibrated->value
+                                      : std::numeric_limits<double>::quiet_NaN();
+    for (int c = 0; c < kNumAccuracyColumns; ++c) {
+      row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
+    }
+  }
+
+  // Whole-step rows, likewise: simulated whole, in no fit.
+  for (auto& [index, step] : step_of_row) {
+    AccuracyRow& row = report.rows[index];
+    const absl::StatusOr<StepRowPrediction> physics = PredictStepRow(step, ChipFactors());
+    const absl::StatusOr<StepRowPrediction> calibrated =
+        PredictStepRow(step, report.calibration.For(step.chip));
     if (!physics.ok() || !calibrated.ok()) {
       row.skipped_reason = absl::StrCat(
           "cannot simulate: ",

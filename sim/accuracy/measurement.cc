@@ -83,6 +83,14 @@ std::optional<MeasurementUnit> ParseMeasurementUnit(absl::string_view text) {
   if (unit == "s/step" || unit == "sec/step" || unit == "seconds/step") {
     return MeasurementUnit::kSecondsPerStep;
   }
+  // Per-device rates of whole steps ("tokens/s/GPU", "TFLOP/s/chip"): the rate's unit; the
+  // e2e_train mapping reads the per-device qualifier from the cell.
+  for (absl::string_view per : {"/gpu", "/chip", "/device"}) {
+    if (absl::EndsWith(unit, per)) unit.resize(unit.size() - per.size());
+  }
+  if (unit == "tflop/s" || unit == "tflops" || unit == "tflops/s") {
+    return MeasurementUnit::kTeraflopsPerSecond;
+  }
   if (unit == "tokens/s" || unit == "tok/s" || unit == "tokens/sec") {
     return MeasurementUnit::kTokensPerSecond;
   }

@@ -109,11 +109,19 @@ absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
       break;
     case MeasurementUnit::kSecondsPerStep:
     case MeasurementUnit::kTokensPerSecond:
+      if (row.category == "e2e_train") break;
       return SkippedRow(absl::StrCat(
           "a whole step (", MeasurementUnitName(*row.unit),
           ") is not mapped yet: perfsim accuracy simulates single kernels and collectives"));
   }
 
+  if (row.category == "e2e_train") {
+    absl::StatusOr<MappedRow> mapped = MapStepRow(row, chip, match->chip);
+    if (mapped.ok() && mapped->train_step.has_value() && !match->assumption.empty()) {
+      absl::StrAppend(&mapped->train_step->description, "; ", match->assumption);
+    }
+    return mapped;
+  }
   absl::StatusOr<MappedRow> mapped;
   if (row.category == "kernel_grouped_gemm") {
     mapped = MapGroupedGemmRow(row, chip, scenario);
@@ -130,7 +138,7 @@ absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row) {
   } else {
     return SkippedRow(absl::StrCat("category '", row.category,
                                    "' is not simulated (kernel_grouped_gemm, kernel_ep_comm, "
-                                   "collective, moe_block and moe_layer_fused are)"));
+                                   "collective, moe_block, moe_layer_fused and e2e_train are)"));
   }
   if (mapped.ok() && mapped->scenario.has_value() && !match->assumption.empty()) {
     absl::StrAppend(&mapped->scenario->description, "; ", match->assumption);

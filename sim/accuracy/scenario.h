@@ -62,6 +62,20 @@
 //       and inform no factor (accuracy.h). Limits, far beyond any published layer and what
 //       keeps one simulation short: E <= 4096, D and F <= 65536, 4096 devices, 2^24 tokens in
 //       all; beyond them the cell is an error.
+//   e2e_train  a whole training step (sim/accuracy/scenario_step.cc, sim/step/step_time.h):
+//       the model column names a built-in model, num_chips the devices, global_batch and
+//       seq_len the batch, parallelism the split (TrainingStep's parallelism strings), dtype the
+//       precision ("bf16 compute, fp32 weights": MaxText's fp32 weights as the master copy),
+//       the interconnect cell a TPU slice shape ("4x4x8") or "every 32 GPUs ... in one NVL
+//       domain". Megatron rows use the distributed optimizer (ZeRO-1); "recompute a+b" in the
+//       parallelism cell is the selective recompute of those modules. Layers that do not divide
+//       over the pipeline chunks are spread as evenly as possible (the rows' custom layouts).
+//       MaxText's "remat custom + offload" is full recompute (its layer input goes to the host,
+//       which is not timed); "megablox=False, sparse_matmul=False" is the capacity einsum.
+//       GPU slices: NVLink domains of the chip's size, or the cell's "every N GPUs ... in one
+//       NVL domain", or the fewest equal domains (256 GB200s: 4 of 64).
+//       Metric: the step time (s), tokens/s per device ("tokens/s/GPU") or model TFLOP/s per
+//       device (Megatron's count for Megatron rows, MaxText's for MaxText rows).
 // Timing method (every category): how the row's time was taken, from what its backend_kernel
 // and metric cells say. "API timing", "API time", "host timing" or "wall-clock" (any case)
 // make it kHostApi: the time was taken around a library's host API call (e.g. HybridEP's
@@ -87,6 +101,7 @@
 #include "sim/cost/grouped_matmul.h"
 #include "sim/ir/primitive_type.h"
 #include "proto/model.pb.h"
+#include "proto/step.pb.h"
 
 namespace perfsim {
 
@@ -170,10 +185,29 @@ struct BlockScenario {
   std::string description;
 };
 
+// e2e_train rows: a whole training step, composed by sim/step (step_time.h) from its blocks
+// simulated by the model-agnostic simulator.
+enum class StepMetric {
+  kStepSeconds,           // the step time
+  kTokensPerSecondPerDevice,
+  kModelTflopsPerDevice,  // model FLOPs per second per device, in the row's convention
+};
+
+struct StepRowScenario {
+  std::string chip;  // built-in chip name
+  std::string mesh;  // Topology::Create slice shape
+  TrainingStepSpec step;
+  StepMetric metric = StepMetric::kStepSeconds;
+  bool megatron_flops = true;  // kModelTflopsPerDevice: Megatron's convention, else MaxText's
+  MeasurementUnit unit = MeasurementUnit::kSeconds;
+  std::string description;
+};
+
 struct MappedRow {
   std::optional<Scenario> scenario;
   std::optional<BlockScenario> block;  // instead of scenario, for moe_block / moe_layer_fused
-  std::string skipped_reason;          // set when both are empty
+  std::optional<StepRowScenario> train_step;  // instead, for e2e_train
+  std::string skipped_reason;          // set when all are empty
 };
 
 absl::StatusOr<MappedRow> MapMeasurement(const Measurement& row);

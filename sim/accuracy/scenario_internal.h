@@ -41,6 +41,10 @@ absl::StatusOr<MappedRow> MapCollectiveRow(const Measurement& row, const Chip& c
 absl::StatusOr<MappedRow> MapBlockRow(const Measurement& row, const Chip& chip,
                                       const Scenario& scenario);
 
+// e2e_train: fills MappedRow::train_step.
+absl::StatusOr<MappedRow> MapStepRow(const Measurement& row, const Chip& chip,
+                                     const std::string& chip_name);
+
 }  // namespace perfsim
 
 #endif  // PERFSIM_SIM_ACCURACY_SCENARIO_INTERNAL_H_

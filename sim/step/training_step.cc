@@ -25,6 +25,9 @@ constexpr int64_t kMaxDevices = int64_t{1} << 24;
 constexpr int64_t kMaxSequences = int64_t{1} << 24;
 constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
 constexpr int64_t kMaxTokens = int64_t{1} << 36;
+// Micro-batches times pipeline chunks: the (chunk, micro-batch) pairs the schedule simulates
+// (a real step has at most a few hundred thousand).
+constexpr int64_t kMaxPipelineTasks = int64_t{1} << 20;
 
 // Megatron's --recompute-modules names; MaxText's remat policies map onto them.
 constexpr absl::string_view kRecomputeModules[] = {
@@ -142,6 +145,20 @@ absl::Status ApplyParallelismString(absl::string_view text, TrainingStepSpec& pr
     if (absl::Status s = SetAxis(w, proto); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+int64_t BatchShardsOf(const TrainingStepSpec& proto) {
+  const StepParallelism& p = proto.parallelism();
+  auto axis = [](int64_t v) { return v == 0 ? int64_t{1} : v; };
+  const int64_t fsdp = axis(p.fsdp());
+  if (fsdp < 1 || fsdp > kMaxAxis) return 0;
+  if (p.dp() > 0) return p.dp() <= kMaxAxis ? p.dp() * fsdp : 0;
+  int64_t model_parallel = 1;
+  for (int64_t v : {fsdp, axis(p.cp()), axis(p.tp()), axis(p.pp())}) {
+    if (v < 1 || !MulWithin(model_parallel, v, kMaxDevices, model_parallel)) return 0;
+  }
+  if (proto.devices() <= 0 || proto.devices() % model_parallel != 0) return 0;
+  return proto.devices() / model_parallel * fsdp;
 }
 
 absl::StatusOr<TrainingStep> TrainingStep::FromProto(TrainingStepSpec proto) {
@@ -286,6 +303,11 @@ absl::StatusOr<TrainingStep> TrainingStep::FromProto(TrainingStepSpec proto,
                                   " sequences do not split into micro_batch ",
                                   proto.micro_batch(), " · dp ", p.dp(), " · fsdp ", p.fsdp(),
                                   " = ", per_step));
+  } else if ((proto.global_batch() / per_step) * chunks > kMaxPipelineTasks) {
+    // The pipeline schedule is simulated task by task.
+    errors.push_back(absl::StrCat("micro-batches · pp · vp = ", proto.global_batch() / per_step,
+                                  " · ", chunks, ": expected at most ", kMaxPipelineTasks,
+                                  " (a larger micro_batch, or fewer chunks)"));
   }
   if (p.cp() > 1 && proto.seq_len() % (2 * p.cp()) != 0) {
     errors.push_back(absl::StrCat("seq_len: ", proto.seq_len(),

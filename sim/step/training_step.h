@@ -45,6 +45,11 @@ namespace perfsim {
 // parallelism). Unknown words are an error naming them; a recipe's prose after "(" is ignored.
 absl::Status ApplyParallelismString(absl::string_view text, TrainingStepSpec& proto);
 
+// The sequences' data-parallel split dp · fsdp of an unvalidated spec (dp = 0 read as the devices
+// fsdp · cp · tp · pp leave); 0 when the axes do not determine it. MaxText's batch flags need it
+// before the batch is known.
+int64_t BatchShardsOf(const TrainingStepSpec& proto);
+
 class TrainingStep {
  public:
   // Resolves the model (models/ name or path), fills dp = 0 ("rest") and devices = 0, applies

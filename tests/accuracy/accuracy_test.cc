@@ -75,7 +75,8 @@ TEST(RunAccuracy, SummariesCoverEachCategoryTheKernelRowsAndAll) {
     std::vector<std::string> scopes;
     for (const ErrorSummary& s : report.summaries[c]) scopes.push_back(s.scope);
     EXPECT_THAT(scopes, ElementsAre("kernel_grouped_gemm", "kernel_ep_comm", "moe_block",
-                                    "moe_layer_fused", "collective", "kernel", "overall"));
+                                    "e2e_train", "moe_layer_fused", "collective", "kernel",
+                                    "overall"));
     for (const ErrorSummary& s : report.summaries[c]) {
       // Recomputed here from the rows: sort the |errors| of the scope's rows.
       std::vector<double> abs_errors;
@@ -106,12 +107,38 @@ TEST(RunAccuracy, SummariesCoverEachCategoryTheKernelRowsAndAll) {
     }
   }
   // The kernel scope is the 12 grouped-GEMM and 20 dispatch/combine rows; with the block row,
-  // the 2 fused layers and the 4 collectives, 39 overall.
-  EXPECT_EQ(report.summaries[kPhysics][5].count, 32);
-  EXPECT_EQ(report.summaries[kPhysics][6].count, 39);
+  // the 7 whole steps, the 2 fused layers and the 4 collectives, 46 overall.
+  EXPECT_EQ(report.summaries[kPhysics][3].count, 7);
+  EXPECT_EQ(report.summaries[kPhysics][6].count, 32);
+  EXPECT_EQ(report.summaries[kPhysics][7].count, 46);
   // Block rows are in no fit: their leave-one-out prediction is the calibrated one.
   EXPECT_EQ(RowById("M173").model_index, -1);
   EXPECT_EQ(RowById("M173").predicted[kLeaveOneOut], RowById("M173").predicted[kCalibrated]);
+}
+
+// The seven published whole steps are mapped and simulated (sim/accuracy/scenario_step.cc),
+// in no fit (leave-one-out is the calibrated prediction), each with its breakdown.
+TEST(RunAccuracy, WholeStepRowsAreComposedFromTheirBlocks) {
+  for (const char* id : {"M108", "M111", "M119", "M132", "M137", "M148", "M153"}) {
+    const AccuracyRow& row = RowById(id);
+    ASSERT_TRUE(row.simulated()) << id << ": " << row.skipped_reason;
+    EXPECT_EQ(row.category, "e2e_train") << id;
+    EXPECT_EQ(row.model_index, -1) << id;
+    EXPECT_GT(row.predicted[kPhysics], 0) << id;
+    EXPECT_EQ(row.predicted[kLeaveOneOut], row.predicted[kCalibrated]) << id;
+    EXPECT_THAT(row.detail, HasSubstr("bubble")) << id;
+  }
+  // M119: "TP1 PP4 CP1 VP4 EP64 MBS1 FSDP=0; DP=rest" on 256 GB200s in 4 NVLink domains of 64.
+  EXPECT_THAT(RowById("M119").description,
+              HasSubstr("deepseek_v3 step on 256 x gpu_gb200 (mesh 4x64), GBS 4096 x 4096, dp 64 "
+                        "fsdp 1 tp 1 ep 64 pp 4 vp 4 cp 1, MBS 1, 64 micro-batches"));
+  // M153 states its NVLink domain: every 32 GPUs.
+  EXPECT_THAT(RowById("M153").description, HasSubstr("(mesh 8x32)"));
+  // M108 (MaxText): FSDP 32 x TP 4 on a 4x4x8 v5p slice, no accumulation: 512 / 32 = 16
+  // sequences per micro-batch; custom remat as full recompute.
+  EXPECT_THAT(RowById("M108").description, HasSubstr("(mesh 4x4x8)"));
+  EXPECT_THAT(RowById("M108").description, HasSubstr("MBS 16, 1 micro-batches"));
+  EXPECT_THAT(RowById("M108").description, HasSubstr("full recompute"));
 }
 
 TEST(RunAccuracy, PhysicsColumnIsTheDatasheetWhateverTheShippedFilesSay) {

@@ -40,41 +40,74 @@ std::string SkipReason(const Measurement& row) {
 }
 
 TEST(Scenario, EveryReferenceRowMapsOrIsSkippedForAStatedReason) {
-  // ../shared/reference/calibration.csv has 46 rows. Every kernel, collective, MoE-block and
-  // fused-layer row maps (issue 14): 36 kernel and collective rows to a closed-form scenario, 3
-  // block and fused-layer rows to a whole-layer simulation. What is still skipped is pinned
-  // here with its reason, so that a mapping that breaks or starts working is seen: the whole
-  // training steps (issue 13).
+  // ../shared/reference/calibration.csv has 46 rows. Every row maps (issues 13, 14): 36 kernel
+  // and collective rows to a closed-form scenario, 3 block and fused-layer rows to a whole-layer
+  // simulation, the 7 whole training steps to a composed step (scenario_step.cc).
   ASSERT_EQ(CalibrationFile().rows.size(), 46u);
-  const std::map<std::string, std::string> not_yet = {
-      {"M108", "category 'e2e_train' is not simulated"},
-      {"M111", "category 'e2e_train' is not simulated"},
-      {"M148", "category 'e2e_train' is not simulated"},
-      {"M119", "unit 'tokens/s/GPU' is not one perfsim predicts"},
-      {"M132", "unit 'tokens/s/GPU' is not one perfsim predicts"},
-      {"M137", "unit 'tokens/s/GPU' is not one perfsim predicts"},
-      {"M153", "unit 'TFLOP/s/GPU' is not one perfsim predicts"}};
   const std::set<std::string> blocks = {"M103", "M165", "M173"};
+  const std::set<std::string> steps = {"M108", "M111", "M119", "M132", "M137", "M148", "M153"};
   int mapped_rows = 0;
   int block_rows = 0;
+  int step_rows = 0;
   for (const Measurement& row : CalibrationFile().rows) {
     absl::StatusOr<MappedRow> mapped = MapMeasurement(row);
     ASSERT_TRUE(mapped.ok()) << row.id << ": " << mapped.status();
-    const auto reason = not_yet.find(row.id);
+    EXPECT_TRUE(mapped->skipped_reason.empty()) << row.id << ": " << mapped->skipped_reason;
     if (blocks.count(row.id) > 0) {
       EXPECT_TRUE(mapped->block.has_value()) << row.id << ": " << mapped->skipped_reason;
       EXPECT_FALSE(mapped->scenario.has_value()) << row.id;
       ++block_rows;
-    } else if (reason == not_yet.end()) {
+    } else if (steps.count(row.id) > 0) {
+      EXPECT_TRUE(mapped->train_step.has_value()) << row.id << ": " << mapped->skipped_reason;
+      EXPECT_FALSE(mapped->scenario.has_value()) << row.id;
+      ++step_rows;
+    } else {
       EXPECT_TRUE(mapped->scenario.has_value()) << row.id << ": " << mapped->skipped_reason;
       ++mapped_rows;
-    } else {
-      EXPECT_FALSE(mapped->scenario.has_value()) << row.id << " maps now: update this test";
-      EXPECT_THAT(mapped->skipped_reason, HasSubstr(reason->second)) << row.id;
     }
   }
   EXPECT_EQ(mapped_rows, 36);
   EXPECT_EQ(block_rows, 3);
+  EXPECT_EQ(step_rows, 7);
+}
+
+// The whole-step rows' columns become the step (scenario_step.cc): the parallelism strings,
+// the metric, the MaxText batch without accumulation, the selective recompute of M153.
+TEST(Scenario, WholeStepRowsMapTheirColumns) {
+  std::map<std::string, StepRowScenario> by_id;
+  for (const Measurement& row : CalibrationFile().rows) {
+    absl::StatusOr<MappedRow> mapped = MapMeasurement(row);
+    ASSERT_TRUE(mapped.ok());
+    if (mapped->train_step.has_value()) by_id.emplace(row.id, *mapped->train_step);
+  }
+  ASSERT_EQ(by_id.size(), 7u);
+  const StepRowScenario& m153 = by_id.at("M153");
+  EXPECT_EQ(m153.mesh, "8x32");  // "every 32 GPUs (8 nodes) in one NVL domain"
+  EXPECT_EQ(m153.metric, StepMetric::kModelTflopsPerDevice);
+  EXPECT_TRUE(m153.megatron_flops);
+  EXPECT_EQ(m153.step.parallelism().pp(), 8);
+  EXPECT_EQ(m153.step.parallelism().vp(), 4);
+  EXPECT_EQ(m153.step.parallelism().ep(), 32);
+  EXPECT_EQ(m153.step.parallelism().zero(), ZERO_1);
+  EXPECT_EQ(m153.step.remat().policy(), REMAT_SELECTIVE);
+  EXPECT_THAT(std::vector<std::string>(m153.step.remat().recompute().begin(),
+                                       m153.step.remat().recompute().end()),
+              ::testing::ElementsAre("mlp", "moe_act"));
+  EXPECT_EQ(m153.step.precision().compute(), PRECISION_MXFP8);
+  const StepRowScenario& m132 = by_id.at("M132");
+  EXPECT_EQ(m132.metric, StepMetric::kTokensPerSecondPerDevice);
+  EXPECT_EQ(m132.mesh, "2x8");  // 16 H100s in 8-GPU nodes
+  EXPECT_EQ(m132.step.parallelism().ep(), 16);
+  const StepRowScenario& m111 = by_id.at("M111");
+  EXPECT_EQ(m111.mesh, "16x16");
+  EXPECT_EQ(m111.metric, StepMetric::kStepSeconds);
+  EXPECT_EQ(m111.step.moe_backend(), "capacity_einsum");
+  EXPECT_EQ(m111.step.micro_batch(), 12);  // 3072 sequences over fsdp 256
+  EXPECT_EQ(m111.step.precision().param_bytes(), 4);  // "fp32 weights"
+  EXPECT_EQ(m111.step.remat().policy(), REMAT_FULL);
+  const StepRowScenario& m148 = by_id.at("M148");
+  EXPECT_EQ(m148.step.parallelism().fsdp(), 64);
+  EXPECT_EQ(m148.step.parallelism().zero(), ZERO_0);  // NeMo Automodel: FSDP2, not Megatron
 }
 
 TEST(Scenario, NewNotationsOfKernelRowsMapToTheirShapes) {
