@@ -1,5 +1,6 @@
 // `perfsim step`: the whole training step of a model on a slice (sim/step).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@
 #include "proto/step.pb.h"
 #include "sim/comm/topology.h"
 #include "sim/hw/chip_registry.h"
+#include "sim/moe/model_registry.h"
 #include "sim/step/block_timer.h"
+#include "sim/step/step_sweep.h"
 #include "sim/step/step_time.h"
 #include "sim/step/training_step.h"
 #include "sim/util/proto_format.h"
@@ -54,6 +57,10 @@ MaxText's names:
   --per-device-batch-size N  (GBS = N · devices)   --gradient-accumulation-steps N
   --ici-data-parallelism --ici-fsdp-parallelism --ici-tensor-parallelism
   --ici-expert-parallelism --ici-pipeline-parallelism --ici-context-parallelism N
+Sweep:
+  --sweep [--top N]  rank every plan PP x VP x EP x TP x FSDP x micro-batch x remat (dp takes
+                     the rest; DefaultStepSweepSpace in sim/step/step_sweep.h) by tokens/s per
+                     device among those that fit HBM; the top N (default 10) as a table
 Bad input exits 2 naming the numbers ("tp 3 does not divide the model's 128 query heads").
 )";
 
@@ -307,6 +314,75 @@ void PrintTable(const report::StepReport& r, CliIo& io) {
       m.fits() ? "fits" : "DOES NOT FIT", m.max_micro_batch());
 }
 
+std::string PlanWords(const TrainingStepSpec& spec) {
+  const StepParallelism& p = spec.parallelism();
+  std::string remat = "none";
+  if (spec.remat().policy() == REMAT_FULL) remat = "full";
+  if (spec.remat().policy() == REMAT_SELECTIVE) {
+    remat = absl::StrCat("selective:", absl::StrJoin(spec.remat().recompute(), ","));
+  }
+  return absl::StrCat("pp=", p.pp(), " vp=", p.vp(), " ep=", p.ep(), " tp=", p.tp(), " fsdp=",
+                      p.fsdp(), " dp=", p.dp(), " mbs=", spec.micro_batch(), " remat=", remat);
+}
+
+int RunSweep(const ParsedFlags& flags, const std::string& format, TrainingStepSpec base,
+             const Chip& chip, CliIo& io) {
+  if (format == "json") {
+    return ReportStatus(
+        absl::InvalidArgumentError("--sweep prints a table only: expected --format=table"), io);
+  }
+  int64_t top = 10;
+  if (flags.Has("top")) {
+    absl::StatusOr<int64_t> t = Count(flags, "top");
+    if (!t.ok()) return ReportStatus(t.status(), io);
+    top = *t;
+  }
+  if (base.devices() < 1 || base.global_batch() < 1 || base.seq_len() < 1) {
+    return ReportStatus(absl::InvalidArgumentError(
+                            "--sweep: expected --devices, --gbs and --seq (the plans vary the rest)"),
+                        io);
+  }
+  absl::StatusOr<ModelConfig> model = ResolveModel(base.model());
+  if (!model.ok()) return ReportStatus(model.status(), io);
+  std::string mesh = flags.Get("mesh");
+  if (mesh.empty() && chip.is_gpu()) mesh = absl::StrCat(base.devices());
+  absl::StatusOr<Topology> topology = Topology::Create(chip, mesh);
+  if (!topology.ok()) return ReportStatus(topology.status(), io);
+  // Plans are ranked under balanced routing (receive buffers sized to what arrives).
+  base.set_force_balanced_routing(true);
+  const StepSweepSpace space = DefaultStepSweepSpace(base, *model, chip);
+  CachedBlockTimer timer(std::make_unique<SimulatedBlockTimer>(chip, *topology));
+  absl::StatusOr<StepSweepResult> result =
+      SweepSteps(base, *model, space, chip, *topology, timer, top);
+  if (!result.ok()) return ReportStatus(result.status(), io);
+  io.out << fmt::format(
+      "sweep: {} on {} x {}, GBS {} x {}: {} plans, {} valid, {} fit HBM; {} block simulations\n",
+      model->name(), base.devices(), chip.name(), base.global_batch(), base.seq_len(),
+      result->plans, result->evaluated,
+      result->evaluated - [&] {
+        for (const auto& [reason, count] : result->infeasible) {
+          if (reason == "does not fit HBM") return count;
+        }
+        return int64_t{0};
+      }(),
+      result->block_simulations);
+  io.out << fmt::format("{:>4}  {:>12}  {:>9}  {:>6}  {:>8}  {:>7}  {}\n", "rank",
+                        "tokens/s/dev", "step s", "MFU %", "HBM GiB", "bubble", "plan");
+  for (size_t i = 0; i < result->ranked.size(); ++i) {
+    const StepSweepPlan& plan = result->ranked[i];
+    io.out << fmt::format("{:>4}  {:>12.5g}  {:>9.4g}  {:>6.1f}  {:>8.1f}  {:>6.1f}%  {}\n", i + 1,
+                          plan.tokens_per_second_per_device, plan.step_seconds,
+                          100 * plan.mfu_megatron, plan.hbm_bytes / (1 << 30),
+                          100 * plan.bubble_fraction, PlanWords(plan.spec));
+  }
+  io.out << "not ranked, by reason (first 8):\n";
+  for (size_t i = 0; i < result->infeasible.size() && i < 8; ++i) {
+    io.out << fmt::format("  {:>6}  {}\n", result->infeasible[i].second,
+                          result->infeasible[i].first);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunTrainStepCommand(const std::vector<std::string>& args, CliIo& io) {
@@ -321,7 +397,7 @@ int RunTrainStepCommand(const std::vector<std::string>& args, CliIo& io) {
              {"gradient-accumulation-steps", true}, {"ici-data-parallelism", true},
              {"ici-fsdp-parallelism", true}, {"ici-tensor-parallelism", true},
              {"ici-expert-parallelism", true}, {"ici-pipeline-parallelism", true},
-             {"ici-context-parallelism", true}});
+             {"ici-context-parallelism", true}, {"sweep", false}, {"top", true}});
   if (!flags.ok()) return ReportStatus(flags.status(), io);
   if (flags->Has("help")) {
     io.out << kStepUsage;
@@ -372,6 +448,7 @@ int RunTrainStepCommand(const std::vector<std::string>& args, CliIo& io) {
     }
     proto.set_micro_batch(gbs / (shards * steps));
   }
+  if (flags->Has("sweep")) return RunSweep(*flags, *format, proto, *chip, io);
   absl::StatusOr<TrainingStep> step = TrainingStep::FromProto(proto);
   if (!step.ok()) return ReportStatus(step.status(), io);
 

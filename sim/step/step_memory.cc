@@ -201,9 +201,11 @@ double ActivationBytesPerToken(const TrainingStep& step, int64_t layer) {
   return bytes;
 }
 
-absl::StatusOr<StepMemory> StepHbm(const TrainingStep& step, const Chip& chip) {
+absl::StatusOr<StepMemory> StepHbm(const TrainingStep& step, const Chip& chip,
+                                   bool search_max_micro_batch) {
   absl::StatusOr<StepMemory> memory = Evaluate(step, chip);
   if (!memory.ok()) return memory.status();
+  if (!search_max_micro_batch) return memory;
   // The largest micro-batch that fits: activations grow with it, the micro-batches in flight
   // may shrink (fewer of them per step). Candidates: the divisors of GBS / (dp · fsdp).
   const int64_t per_rank = step.proto().global_batch() / step.batch_shards();

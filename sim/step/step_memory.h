@@ -80,7 +80,10 @@ LayerParams ParamsOfLayer(const TrainingStep& step, int64_t layer);
 // Activation bytes one token leaves for the backward in layer `layer` (above).
 double ActivationBytesPerToken(const TrainingStep& step, int64_t layer);
 
-absl::StatusOr<StepMemory> StepHbm(const TrainingStep& step, const Chip& chip);
+// `search_max_micro_batch` false leaves max_micro_batch 0 (a sweep evaluates every micro-batch
+// as its own plan and skips the search).
+absl::StatusOr<StepMemory> StepHbm(const TrainingStep& step, const Chip& chip,
+                                   bool search_max_micro_batch = true);
 
 }  // namespace perfsim
 

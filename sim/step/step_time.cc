@@ -94,7 +94,8 @@ double AnalyticBubble(const PipelineSpec& spec) {
 }  // namespace
 
 absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip& chip,
-                                           const Topology& topology, BlockTimer& timer) {
+                                           const Topology& topology, BlockTimer& timer,
+                                           const PredictStepOptions& options) {
   if (step.devices() > topology.num_devices()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the step's ", step.devices(), " devices do not fit the topology's ",
@@ -353,7 +354,7 @@ absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip&
     out.mfu_maxtext = out.model_tflops_per_device_maxtext * 1e12 / peak;
     out.mfu_megatron = out.model_tflops_per_device_megatron * 1e12 / peak;
   }
-  absl::StatusOr<StepMemory> memory = StepHbm(step, chip);
+  absl::StatusOr<StepMemory> memory = StepHbm(step, chip, options.search_max_micro_batch);
   if (!memory.ok()) return memory.status();
   out.memory = *memory;
   return out;

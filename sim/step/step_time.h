@@ -119,8 +119,15 @@ struct StepPrediction {
   bool lower_bound = false;          // some block was only a lower bound
 };
 
+struct PredictStepOptions {
+  // Search the largest micro-batch that fits (StepMemory::max_micro_batch): several pipeline
+  // simulations more; a sweep turns it off.
+  bool search_max_micro_batch = true;
+};
+
 absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip& chip,
-                                           const Topology& topology, BlockTimer& timer);
+                                           const Topology& topology, BlockTimer& timer,
+                                           const PredictStepOptions& options = {});
 
 }  // namespace perfsim
 

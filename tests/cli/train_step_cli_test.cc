@@ -84,6 +84,24 @@ TEST(TrainStepCliTest, MaxTextFlagsAndTextproto) {
   EXPECT_EQ(ParseReport(text.out).step_seconds(), a.step_seconds());
 }
 
+// --sweep ranks plans; the best is printed first with its plan, and the rest are accounted for.
+TEST(TrainStepCliTest, SweepRanksPlans) {
+  const CliResult r = RunCli({"step", "--sweep", "--model", "mixtral_8x7b", "--hw", "gpu_h100",
+                              "--devices", "16", "--gbs", "128", "--seq", "4096", "--zero", "1",
+                              "--top", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("sweep: mixtral_8x7b on 16 x gpu_h100, GBS 128 x 4096:"));
+  EXPECT_THAT(r.out, HasSubstr("   1  "));
+  EXPECT_THAT(r.out, HasSubstr("   3  "));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("   4  ")));
+  EXPECT_THAT(r.out, HasSubstr("does not fit HBM"));
+  const CliResult json = RunCli({"step", "--sweep", "--model", "mixtral_8x7b", "--hw",
+                                 "gpu_h100", "--devices", "16", "--gbs", "128", "--seq", "4096",
+                                 "--format=json"});
+  EXPECT_EQ(json.code, 2);
+  EXPECT_THAT(json.err, HasSubstr("--sweep prints a table only"));
+}
+
 TEST(TrainStepCliTest, BadInputExitsTwoNamingTheNumbers) {
   CliResult r = RunCli({"step", "--model", "deepseek_v3", "--hw", "gpu_h100", "--devices", "24",
                         "--gbs", "24", "--seq", "4096", "--tp", "3", "--pp", "8"});
