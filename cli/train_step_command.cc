@@ -49,7 +49,7 @@ What the step is (flags override the --step file):
   --tp --pp --vp --ep --cp --dp --fsdp N   each axis (Megatron's names)
   --zero 0|1|2|3     what the dp replicas shard (1: Megatron's distributed optimizer)
   --sp               tensor parallelism with sequence parallelism
-  --schedule gpipe|1f1b|interleaved_1f1b   --uneven-pipeline (layers not dividing pp·vp)
+  --schedule gpipe|1f1b|interleaved_1f1b|dualpipe   --uneven-pipeline (layers not dividing pp·vp)
   --remat none|full|selective:MODULE,...    MODULE: core_attn mlp moe_act moe layernorm
                      mla_up_proj shared_experts (Megatron's --recompute-modules)
   --precision bf16|fp8|mxfp8   --mtp N   --moe-backend NAME   --balanced-routing
@@ -136,6 +136,8 @@ absl::Status ApplyFlags(const ParsedFlags& flags, TrainingStepSpec& proto,
       p.set_schedule(PIPELINE_SCHEDULE_1F1B);
     } else if (s == "interleaved_1f1b") {
       p.set_schedule(PIPELINE_SCHEDULE_INTERLEAVED_1F1B);
+    } else if (s == "dualpipe") {
+      p.set_schedule(PIPELINE_SCHEDULE_DUALPIPE);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "--schedule: expected gpipe, 1f1b or interleaved_1f1b; got '", s, "'"));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -115,6 +116,123 @@ std::vector<PipelineTask> InterleavedOrder(int64_t rank, int64_t p, int64_t m, i
   return order;
 }
 
+// DeepSeek-V3's DualPipe, from deepseek-ai/DualPipe dualpipe/dualpipe.py DualPipe.step()
+// (the order only; the code here is our own). p ranks (even), m micro-batches (even, >= 2p),
+// n = m/2 per direction. Rank r holds chunk r (direction 0: micro-batches enter at rank 0) and
+// chunk p-1-r (direction 1: they enter at rank p-1); examples/example_dualpipe.py builds rank r
+// from full_modules[r] and full_modules[p-1-r] and gives rank 0 the batch's first half.
+//
+// The source names a rank's two directions by "phase": phase 0 is the direction in which the
+// rank sits in the first half of the pipeline (direction 0 for r < p/2, direction 1 otherwise),
+// phase 1 the other. With h = min(r, p-1-r) (distance to the nearer end) and half = p/2, the
+// compute order is, phase by phase (F forward, B backward, B' input-gradient-only backward,
+// W the weight gradient of the oldest B' not yet followed by one, first in first out):
+//   1. 2(half-h-1) x  F0
+//   2. (h+1)       x  F0 F1
+//   3. (half-h-1)  x  B'1 W F1                ("nB1W1F1 (Use zero bubble)")
+//   4. (n-p+h+1)   x  F0 B1 F1 B0             (main step; the source overlaps F0&B1, F1&B0)
+//   5. (half-h-1)  x  B1 F1 B0
+//   6. (h+1)       x  B1 B0, the second half of them B' ("the second half of the chunks use zero
+//                     bubble": from iteration (h+1)/2 on, starting at its B1 when h is odd and
+//                     at its B0 when h is even, so h+1 of the 2(h+1) backwards are B')
+//   7. (half-h-1)  x  W B'0
+//   8. (h+1)       x  W
+// Each direction runs its forwards and its backwards in micro-batch order (the source's
+// current_f_chunk_id / current_b_chunk_id counters). Counted over the steps each direction runs
+// n forwards and n backwards, and every B' is followed by exactly one W.
+//
+// Not modelled: dualpipe.py starts an overlapped F&B pair after one wait for both of its inputs
+// (_forward_backward_chunk) and runs the two at once; here each task waits for its own input and
+// the device runs them one after the other, so the simulated bubble is at most the published
+// (PP/2-1)(F&B+B-3W) rather than equal to it (the DualPipe bubble test in
+// tests/step/pipeline_schedule_test.cc).
+class DualPipeRankOrder {
+ public:
+  DualPipeRankOrder(int64_t rank, int64_t p, int64_t m)
+      : rank_(rank), p_(p), n_(m / 2), second_half_(rank >= p / 2) {
+    order_.reserve(3 * m);  // m forwards, m backwards, at most m weights
+  }
+
+  void Forward(int phase) {
+    const int direction = Direction(phase);
+    order_.push_back(Task(rank_, Chunk(direction), Microbatch(direction, forwards_[direction]++),
+                          PipelinePass::kForward));
+  }
+  void Backward(int phase, bool defer_weight) {
+    const int direction = Direction(phase);
+    PipelineTask task =
+        Task(rank_, Chunk(direction), Microbatch(direction, backwards_[direction]++),
+             PipelinePass::kBackward);
+    task.weight_deferred = defer_weight;
+    if (defer_weight) deferred_.push_back(task);
+    order_.push_back(task);
+  }
+  void Weight() {
+    PERFSIM_CHECK(next_weight_ < deferred_.size()) << "DualPipe rank " << rank_ << ": W with no B'";
+    const PipelineTask& backward = deferred_[next_weight_++];
+    order_.push_back(Task(rank_, backward.chunk, backward.microbatch, PipelinePass::kWeight));
+  }
+  std::vector<PipelineTask> Take() {
+    PERFSIM_CHECK(next_weight_ == deferred_.size()) << "DualPipe rank " << rank_ << ": B' left";
+    return std::move(order_);
+  }
+
+ private:
+  int Direction(int phase) const { return phase ^ (second_half_ ? 1 : 0); }
+  int64_t Chunk(int direction) const { return direction == 0 ? rank_ : p_ - 1 - rank_; }
+  int64_t Microbatch(int direction, int64_t k) const { return direction == 0 ? k : n_ + k; }
+
+  int64_t rank_;
+  int64_t p_;
+  int64_t n_;
+  bool second_half_;
+  int64_t forwards_[2] = {0, 0};
+  int64_t backwards_[2] = {0, 0};
+  std::vector<PipelineTask> deferred_;
+  size_t next_weight_ = 0;
+  std::vector<PipelineTask> order_;
+};
+
+std::vector<PipelineTask> DualPipeOrder(int64_t rank, int64_t p, int64_t m) {
+  const int64_t half = p / 2;
+  const int64_t h = std::min(rank, p - 1 - rank);
+  const int64_t n = m / 2;
+  DualPipeRankOrder o(rank, p, m);
+  for (int64_t i = 0; i < 2 * (half - h - 1); ++i) o.Forward(0);
+  for (int64_t i = 0; i < h + 1; ++i) {
+    o.Forward(0);
+    o.Forward(1);
+  }
+  for (int64_t i = 0; i < half - h - 1; ++i) {
+    o.Backward(1, /*defer_weight=*/true);
+    o.Weight();
+    o.Forward(1);
+  }
+  for (int64_t i = 0; i < n - p + h + 1; ++i) {
+    o.Forward(0);
+    o.Backward(1, /*defer_weight=*/false);
+    o.Forward(1);
+    o.Backward(0, /*defer_weight=*/false);
+  }
+  for (int64_t i = 0; i < half - h - 1; ++i) {
+    o.Backward(1, /*defer_weight=*/false);
+    o.Forward(1);
+    o.Backward(0, /*defer_weight=*/false);
+  }
+  const int64_t step_6 = h + 1;
+  for (int64_t i = 0; i < step_6; ++i) {
+    const bool odd = h % 2 == 1;
+    o.Backward(1, /*defer_weight=*/i > step_6 / 2 || (i == step_6 / 2 && odd));
+    o.Backward(0, /*defer_weight=*/i >= step_6 / 2);
+  }
+  for (int64_t i = 0; i < half - h - 1; ++i) {
+    o.Weight();
+    o.Backward(0, /*defer_weight=*/true);
+  }
+  for (int64_t i = 0; i < h + 1; ++i) o.Weight();
+  return o.Take();
+}
+
 void CheckCostVector(absl::string_view name, const std::vector<double>& seconds,
                      int64_t expected_size, const PipelineSpec& spec,
                      std::vector<std::string>& problems) {
@@ -175,6 +293,33 @@ std::vector<std::string> SpecProblems(const PipelineSpec& spec) {
             spec.microbatches));
       }
       break;
+    case PipelineScheduleKind::kDualPipe:
+      if (spec.virtual_stages > 1) {
+        problems.push_back(absl::StrCat(
+            "pipeline virtual_stages with dualpipe: expected 1 (each device already holds chunk "
+            "r and its mirror p-1-r); got ",
+            spec.virtual_stages));
+      }
+      // dualpipe.py DualPipe.step(): assert num_ranks % 2 == 0; assert num_chunks > 0 and
+      // num_chunks % 2 == 0 and num_chunks >= num_ranks * 2.
+      if (spec.stages >= 1 && spec.stages % 2 != 0) {
+        problems.push_back(absl::StrCat(
+            "pipeline stages with dualpipe: expected an even number (two directions); got ",
+            spec.stages));
+      }
+      if (spec.microbatches >= 1 && spec.microbatches % 2 != 0) {
+        problems.push_back(absl::StrCat(
+            "pipeline microbatches with dualpipe: expected an even number (half enter at each "
+            "end); got ",
+            spec.microbatches));
+      }
+      if (spec.stages >= 1 && spec.microbatches >= 1 && spec.microbatches < 2 * spec.stages) {
+        problems.push_back(
+            absl::StrCat("pipeline microbatches with dualpipe: expected >= 2 x "
+                         "stages (",
+                         2 * spec.stages, "), as dualpipe.py requires; got ", spec.microbatches));
+      }
+      break;
   }
   if (spec.stages >= 1 && spec.microbatches >= 1 && spec.virtual_stages >= 1) {
     const bool too_big =
@@ -201,17 +346,22 @@ absl::string_view PipelineScheduleKindName(PipelineScheduleKind kind) {
       return "1f1b";
     case PipelineScheduleKind::kInterleavedOneFOneB:
       return "interleaved_1f1b";
+    case PipelineScheduleKind::kDualPipe:
+      return "dualpipe";
   }
   return "unknown";
 }
 
 absl::StatusOr<PipelineScheduleKind> ParsePipelineScheduleKind(absl::string_view name) {
-  for (PipelineScheduleKind kind : {PipelineScheduleKind::kGpipe, PipelineScheduleKind::kOneFOneB,
-                                    PipelineScheduleKind::kInterleavedOneFOneB}) {
+  for (PipelineScheduleKind kind :
+       {PipelineScheduleKind::kGpipe, PipelineScheduleKind::kOneFOneB,
+        PipelineScheduleKind::kInterleavedOneFOneB, PipelineScheduleKind::kDualPipe}) {
     if (name == PipelineScheduleKindName(kind)) return kind;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "pipeline schedule: expected one of gpipe, 1f1b, interleaved_1f1b; got \"", name, "\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat("pipeline schedule: expected one of gpipe, 1f1b, interleaved_1f1b, dualpipe; "
+                   "got \"",
+                   name, "\""));
 }
 
 absl::Status PipelineSpec::Validate() const { return InvalidIfAny(SpecProblems(*this)); }
@@ -244,6 +394,9 @@ std::vector<std::vector<PipelineTask>> PipelineOrder(const PipelineSpec& spec) {
         orders.push_back(InterleavedOrder(rank, spec.stages, spec.microbatches, spec.virtual_stages,
                                           interleaved_table));
         break;
+      case PipelineScheduleKind::kDualPipe:
+        orders.push_back(DualPipeOrder(rank, spec.stages, spec.microbatches));
+        break;
     }
   }
   return orders;
@@ -255,6 +408,17 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
   const int64_t expected_chunks = problems.empty() ? spec.num_chunks() : -1;
   CheckCostVector("forward_seconds", costs.forward_seconds, expected_chunks, spec, problems);
   CheckCostVector("backward_seconds", costs.backward_seconds, expected_chunks, spec, problems);
+  if (!costs.weight_seconds.empty()) {
+    CheckCostVector("weight_seconds", costs.weight_seconds, expected_chunks, spec, problems);
+    const size_t both = std::min(costs.weight_seconds.size(), costs.backward_seconds.size());
+    for (size_t c = 0; c < both; ++c) {
+      if (costs.weight_seconds[c] > costs.backward_seconds[c]) {
+        problems.push_back(
+            absl::StrCat("pipeline costs weight_seconds[", c, "]: expected <= backward_seconds[", c,
+                         "] (", costs.backward_seconds[c], "); got ", costs.weight_seconds[c]));
+      }
+    }
+  }
   if (!std::isfinite(costs.send_seconds) || costs.send_seconds < 0) {
     problems.push_back(
         absl::StrCat("pipeline costs send_seconds: expected a finite number of seconds >= 0; got ",
@@ -268,9 +432,25 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
   PipelineTimeline timeline;
   timeline.device_tasks = PipelineOrder(spec);
 
-  // End times per (chunk, micro-batch), kNotDone until simulated.
+  // End times per (chunk, micro-batch), kNotDone until simulated. A weight_deferred backward's
+  // end is its input gradient's, which is what the previous chunk's backward waits for.
   std::vector<double> forward_end(chunks * m, kNotDone);
   std::vector<double> backward_end(chunks * m, kNotDone);
+  auto weight = [&costs](int64_t chunk) {
+    return costs.weight_seconds.empty() ? 0.0 : costs.weight_seconds[chunk];
+  };
+  auto duration = [&](const PipelineTask& task) {
+    switch (task.pass) {
+      case PipelinePass::kForward:
+        return costs.forward_seconds[task.chunk];
+      case PipelinePass::kBackward:
+        return costs.backward_seconds[task.chunk] -
+               (task.weight_deferred ? weight(task.chunk) : 0.0);
+      case PipelinePass::kWeight:
+        return weight(task.chunk);
+    }
+    return 0.0;
+  };
   auto at = [m](int64_t chunk, int64_t microbatch) { return chunk * m + microbatch; };
 
   // When the task's input is there, or false if a task it needs has not run yet.
@@ -296,6 +476,12 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
         ready_seconds = std::max(ready_seconds, next + costs.send_seconds);
         return true;
       }
+      case PipelinePass::kWeight: {
+        const double own_backward = backward_end[at(task.chunk, task.microbatch)];
+        if (own_backward == kNotDone) return false;
+        ready_seconds = own_backward;
+        return true;
+      }
     }
     return false;
   };
@@ -305,7 +491,10 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
   // deadlock: every schedule here is deadlock-free, so that is a perfsim bug.
   std::vector<size_t> next(p, 0);
   std::vector<double> device_free_seconds(p, 0);
-  int64_t remaining = 2 * chunks * m;
+  int64_t remaining = 0;
+  for (const std::vector<PipelineTask>& tasks : timeline.device_tasks) {
+    remaining += static_cast<int64_t>(tasks.size());
+  }
   while (remaining > 0) {
     bool progressed = false;
     for (int64_t d = 0; d < p; ++d) {
@@ -314,12 +503,14 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
         PipelineTask& task = tasks[next[d]];
         double ready_seconds = 0;
         if (!input_ready(task, ready_seconds)) break;
-        const bool forward = task.pass == PipelinePass::kForward;
         task.start_seconds = std::max(device_free_seconds[d], ready_seconds);
-        task.end_seconds = task.start_seconds + (forward ? costs.forward_seconds[task.chunk]
-                                                         : costs.backward_seconds[task.chunk]);
+        task.end_seconds = task.start_seconds + duration(task);
         device_free_seconds[d] = task.end_seconds;
-        (forward ? forward_end : backward_end)[at(task.chunk, task.microbatch)] = task.end_seconds;
+        if (task.pass == PipelinePass::kForward) {
+          forward_end[at(task.chunk, task.microbatch)] = task.end_seconds;
+        } else if (task.pass == PipelinePass::kBackward) {
+          backward_end[at(task.chunk, task.microbatch)] = task.end_seconds;
+        }
         ++next[d];
         --remaining;
         progressed = true;
@@ -337,7 +528,8 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
     for (const PipelineTask& task : timeline.device_tasks[d]) {
       timeline.busy_seconds[d] += task.end_seconds - task.start_seconds;
       timeline.step_seconds = std::max(timeline.step_seconds, task.end_seconds);
-      in_flight += task.pass == PipelinePass::kForward ? 1 : -1;
+      if (task.pass == PipelinePass::kForward) ++in_flight;
+      if (task.pass == PipelinePass::kBackward) --in_flight;
       timeline.max_in_flight[d] = std::max(timeline.max_in_flight[d], in_flight);
     }
   }
@@ -374,6 +566,11 @@ absl::StatusOr<PipelineTimeline> SimulatePipeline(const PipelineSpec& spec,
 //   step = (m v + p - 1)(f+b),  bubble fraction = (p-1)/(v m + p - 1).
 // With v = 1 this is the 1F1B value.
 double AnalyticBubbleFraction(const PipelineSpec& spec) {
+  return AnalyticBubbleFraction(spec, 1, 2, 0);
+}
+
+double AnalyticBubbleFraction(const PipelineSpec& spec, double forward_seconds,
+                              double backward_seconds, double weight_seconds) {
   PERFSIM_CHECK(spec.Validate().ok()) << spec.Validate();
   const double p = static_cast<double>(spec.stages);
   const double m = static_cast<double>(spec.microbatches);
@@ -384,6 +581,12 @@ double AnalyticBubbleFraction(const PipelineSpec& spec) {
       return (p - 1) / (m + p - 1);
     case PipelineScheduleKind::kInterleavedOneFOneB:
       return (p - 1) / (v * m + p - 1);
+    case PipelineScheduleKind::kDualPipe: {
+      const double idle =
+          (p / 2 - 1) * (forward_seconds + 2 * backward_seconds - 3 * weight_seconds);
+      const double busy = m * (forward_seconds + backward_seconds);
+      return idle + busy > 0 ? idle / (idle + busy) : 0;
+    }
   }
   return 0;
 }

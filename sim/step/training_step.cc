@@ -355,6 +355,9 @@ PipelineSpec TrainingStep::pipeline() const {
     case PIPELINE_SCHEDULE_INTERLEAVED_1F1B:
       spec.kind = PipelineScheduleKind::kInterleavedOneFOneB;
       break;
+    case PIPELINE_SCHEDULE_DUALPIPE:
+      spec.kind = PipelineScheduleKind::kDualPipe;
+      break;
     case PIPELINE_SCHEDULE_1F1B:
     case PIPELINE_SCHEDULE_UNSPECIFIED:
     default:

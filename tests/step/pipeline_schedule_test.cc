@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ using ::testing::HasSubstr;
 constexpr PipelineScheduleKind kGpipe = PipelineScheduleKind::kGpipe;
 constexpr PipelineScheduleKind kOneFOneB = PipelineScheduleKind::kOneFOneB;
 constexpr PipelineScheduleKind kInterleaved = PipelineScheduleKind::kInterleavedOneFOneB;
+constexpr PipelineScheduleKind kDualPipe = PipelineScheduleKind::kDualPipe;
 
 PipelineSpec Spec(int64_t p, int64_t m, int64_t v, PipelineScheduleKind kind) {
   return PipelineSpec{.stages = p, .microbatches = m, .virtual_stages = v, .kind = kind};
@@ -39,6 +41,7 @@ struct Expected {
 };
 constexpr PipelinePass kF = PipelinePass::kForward;
 constexpr PipelinePass kB = PipelinePass::kBackward;
+constexpr PipelinePass kW = PipelinePass::kWeight;
 
 void ExpectTasks(const std::vector<PipelineTask>& tasks, int64_t device,
                  const std::vector<Expected>& expected) {
@@ -78,16 +81,17 @@ void ExpectBubbleMatchesAnalytic(const PipelineSpec& spec, double forward_second
 }
 
 TEST(PipelineScheduleTest, KindNamesRoundTripAndUnknownNameIsRejected) {
-  for (PipelineScheduleKind kind : {kGpipe, kOneFOneB, kInterleaved}) {
+  for (PipelineScheduleKind kind : {kGpipe, kOneFOneB, kInterleaved, kDualPipe}) {
     PERFSIM_ASSERT_OK_AND_ASSIGN(PipelineScheduleKind parsed,
                                  ParsePipelineScheduleKind(PipelineScheduleKindName(kind)));
     EXPECT_EQ(parsed, kind);
   }
   EXPECT_EQ(PipelineScheduleKindName(kInterleaved), "interleaved_1f1b");
-  EXPECT_THAT(ParsePipelineScheduleKind("dualpipe"),
+  EXPECT_EQ(PipelineScheduleKindName(kDualPipe), "dualpipe");
+  EXPECT_THAT(ParsePipelineScheduleKind("zero_bubble"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("expected one of gpipe, 1f1b, interleaved_1f1b"),
-                             HasSubstr("got \"dualpipe\""))));
+                       AllOf(HasSubstr("expected one of gpipe, 1f1b, interleaved_1f1b, dualpipe"),
+                             HasSubstr("got \"zero_bubble\""))));
 }
 
 TEST(PipelineScheduleTest, GpipeAndOneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
@@ -401,6 +405,330 @@ TEST(PipelineScheduleTest, ZeroCostsGiveZeroStepAndZeroBubble) {
                                SimulatePipeline(spec, PipelineStageCosts::Uniform(spec, 0, 0, 0)));
   EXPECT_EQ(t.step_seconds, 0);
   EXPECT_EQ(t.max_bubble_fraction, 0);
+}
+
+// ----- DualPipe (dualpipe.py DualPipe.step(); the step table is in pipeline_schedule.cc) -----
+
+PipelineStageCosts DualPipeCosts(const PipelineSpec& spec, double forward_seconds,
+                                 double backward_seconds, double weight_seconds) {
+  PipelineStageCosts costs =
+      PipelineStageCosts::Uniform(spec, forward_seconds, backward_seconds, 0);
+  costs.weight_seconds.assign(static_cast<size_t>(spec.num_chunks()), weight_seconds);
+  return costs;
+}
+
+// (pass, chunk, micro-batch, weight_deferred) of every task, for order-only comparisons.
+struct OrderEntry {
+  PipelinePass pass;
+  int64_t chunk;
+  int64_t microbatch;
+  bool deferred;
+  bool operator==(const OrderEntry&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const OrderEntry& e) {
+  return os << "FBW"[static_cast<int>(e.pass)] << (e.deferred ? "'" : "") << " c" << e.chunk << " m"
+            << e.microbatch;
+}
+std::vector<OrderEntry> Entries(const std::vector<PipelineTask>& tasks) {
+  std::vector<OrderEntry> entries;
+  for (const PipelineTask& t : tasks) {
+    entries.push_back({t.pass, t.chunk, t.microbatch, t.weight_deferred});
+  }
+  return entries;
+}
+
+TEST(PipelineScheduleTest, DualPipeFourRanksOrderFollowsDualPipePyStepTable) {
+  // p = 4 (half 2), m = 8 (n = 4 per direction: micro-batches 0-3 enter at rank 0 and run
+  // chunk c on rank c; 4-7 enter at rank 3 and run chunk c on rank 3-c). The step table of
+  // pipeline_schedule.cc with h = min(r, p-1-r):
+  // Rank 0 (h 0; phase 0 = direction 0 on chunk 0, phase 1 = direction 1 on chunk 3):
+  //   1. 2(half-h-1) = 2 x F0 .......... F c0m0, F c0m1
+  //   2. h+1 = 1 x F0 F1 .............. F c0m2, F c3m4
+  //   3. 1 x B'1 W F1 ................. B' c3m4, W c3m4, F c3m5
+  //   4. n-p+h+1 = 1 x F0 B1 F1 B0 .... F c0m3, B c3m5, F c3m6, B c0m0
+  //   5. 1 x B1 F1 B0 ................. B c3m6, F c3m7, B c0m1
+  //   6. 1 x B1 B0 (h even: B' from iteration 0's B0) ... B c3m7, B' c0m2
+  //   7. 1 x W B'0 .................... W c0m2, B' c0m3
+  //   8. 1 x W ........................ W c0m3
+  // Rank 1 (h 1; phase 0 = direction 0 on chunk 1, phase 1 = direction 1 on chunk 2):
+  //   1. none; 2. 2 x F0 F1: F c1m0, F c2m4, F c1m1, F c2m5; 3. none;
+  //   4. 2 x F0 B1 F1 B0: F c1m2, B c2m4, F c2m6, B c1m0, F c1m3, B c2m5, F c2m7, B c1m1;
+  //   5. none; 6. 2 x B1 B0 (h odd: B' from iteration 1's B1): B c2m6, B c1m2, B' c2m7, B' c1m3;
+  //   7. none; 8. 2 x W: W c2m7, W c1m3.
+  const std::vector<std::vector<PipelineTask>> order = PipelineOrder(Spec(4, 8, 1, kDualPipe));
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(Entries(order[0]), (std::vector<OrderEntry>{{kF, 0, 0, false},
+                                                        {kF, 0, 1, false},
+                                                        {kF, 0, 2, false},
+                                                        {kF, 3, 4, false},
+                                                        {kB, 3, 4, true},
+                                                        {kW, 3, 4, false},
+                                                        {kF, 3, 5, false},
+                                                        {kF, 0, 3, false},
+                                                        {kB, 3, 5, false},
+                                                        {kF, 3, 6, false},
+                                                        {kB, 0, 0, false},
+                                                        {kB, 3, 6, false},
+                                                        {kF, 3, 7, false},
+                                                        {kB, 0, 1, false},
+                                                        {kB, 3, 7, false},
+                                                        {kB, 0, 2, true},
+                                                        {kW, 0, 2, false},
+                                                        {kB, 0, 3, true},
+                                                        {kW, 0, 3, false}}));
+  EXPECT_EQ(Entries(order[1]), (std::vector<OrderEntry>{{kF, 1, 0, false},
+                                                        {kF, 2, 4, false},
+                                                        {kF, 1, 1, false},
+                                                        {kF, 2, 5, false},
+                                                        {kF, 1, 2, false},
+                                                        {kB, 2, 4, false},
+                                                        {kF, 2, 6, false},
+                                                        {kB, 1, 0, false},
+                                                        {kF, 1, 3, false},
+                                                        {kB, 2, 5, false},
+                                                        {kF, 2, 7, false},
+                                                        {kB, 1, 1, false},
+                                                        {kB, 2, 6, false},
+                                                        {kB, 1, 2, false},
+                                                        {kB, 2, 7, true},
+                                                        {kB, 1, 3, true},
+                                                        {kW, 2, 7, false},
+                                                        {kW, 1, 3, false}}));
+}
+
+TEST(PipelineScheduleTest, DualPipeRankAndItsMirrorRunTheSameOrderWithDirectionsSwapped) {
+  // Rank p-1-r is rank r with the directions exchanged (dualpipe.py's phase ^= is_in_second_half):
+  // the same chunks (r's chunk r is p-1-r's mirror chunk), micro-batch k <-> (k + n) mod m.
+  for (int64_t p : {2, 4, 6, 8}) {
+    for (int64_t m : {2 * p, 2 * p + 2, 4 * p}) {
+      const std::vector<std::vector<PipelineTask>> order = PipelineOrder(Spec(p, m, 1, kDualPipe));
+      for (int64_t r = 0; r < p; ++r) {
+        std::vector<OrderEntry> mirrored = Entries(order[p - 1 - r]);
+        for (OrderEntry& e : mirrored) e.microbatch = (e.microbatch + m / 2) % m;
+        EXPECT_EQ(Entries(order[r]), mirrored) << "p " << p << " m " << m << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(PipelineScheduleTest, DualPipeRunsEachChunkOnItsDeviceAndMirrorOnceEachWay) {
+  // Direction 0 (micro-batches < m/2) runs chunk c on device c, direction 1 on device p-1-c;
+  // every (chunk, micro-batch) is one forward and one backward; a kWeight task follows exactly
+  // the weight_deferred backwards, on the same device, after them.
+  for (int64_t p : {2, 4, 6, 8}) {
+    for (int64_t m : {2 * p, 2 * p + 2, 4 * p}) {
+      const std::vector<std::vector<PipelineTask>> order = PipelineOrder(Spec(p, m, 1, kDualPipe));
+      std::vector<int> forwards(p * m, 0), backwards(p * m, 0), weights(p * m, 0);
+      std::vector<int> deferred(p * m, 0);
+      for (int64_t d = 0; d < p; ++d) {
+        for (const PipelineTask& t : order[d]) {
+          const int64_t expected_device = t.microbatch < m / 2 ? t.chunk : p - 1 - t.chunk;
+          EXPECT_EQ(t.device, d);
+          EXPECT_EQ(expected_device, d)
+              << "p " << p << " m " << m << " c" << t.chunk << " m" << t.microbatch;
+          const int64_t i = t.chunk * m + t.microbatch;
+          switch (t.pass) {
+            case PipelinePass::kForward:
+              ++forwards[i];
+              break;
+            case PipelinePass::kBackward:
+              ++backwards[i];
+              if (t.weight_deferred) ++deferred[i];
+              break;
+            case PipelinePass::kWeight:
+              EXPECT_EQ(deferred[i], 1) << "W before its B' c" << t.chunk << " m" << t.microbatch;
+              ++weights[i];
+              break;
+          }
+        }
+      }
+      EXPECT_EQ(std::count(forwards.begin(), forwards.end(), 1), p * m);
+      EXPECT_EQ(std::count(backwards.begin(), backwards.end(), 1), p * m);
+      EXPECT_EQ(weights, deferred);
+    }
+  }
+}
+
+TEST(PipelineScheduleTest, DualPipeTwoRanksFourMicrobatchesByHand) {
+  // p = 2 (half 1, h 0 on both ranks), m = 4 (n = 2), f = 1, b = 2, w = 0.5, no send.
+  // Rank 0 holds chunk 0 (micro-batches 0, 1) and chunk 1 (2, 3); rank 1 chunk 1 (0, 1) and
+  // chunk 0 (2, 3). Steps 1, 3, 5, 7 are empty; 2: F0 F1; 4: n-p+h+1 = 1 x F0 B1 F1 B0;
+  // 6: B1 B'0 (h even); 8: W:
+  //   rank 0: F c0m0, F c1m2, F c0m1, B c1m2, F c1m3, B c0m0, B c1m3, B' c0m1, W c0m1
+  //   rank 1: the same with micro-batches 0, 1 <-> 2, 3.
+  // Rank 0: F c0m0 [0,1); F c1m2 needs F c0m2 (rank 1, ends 1): [1,2); F c0m1 [2,3);
+  // B c1m2 (last chunk) needs its forward (2), device free at 3: [3,5); F c1m3 needs F c0m3
+  // (rank 1's third task, ends 3): [5,6); B c0m0 needs B c1m0 (rank 1, [3,5)): [6,8);
+  // B c1m3 [8,10); B' c0m1 needs B c1m1 (rank 1, [8,10)): b - w = 1.5, [10,11.5);
+  // W c0m1 [11.5,12). Rank 1 the same by symmetry. Step 12 = the busy m (f+b) = 4 * 3: no
+  // bubble, as the published (p/2-1)(F&B+B-3W) = 0 says for p = 2.
+  const PipelineSpec spec = Spec(2, 4, 1, kDualPipe);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(PipelineTimeline t,
+                               SimulatePipeline(spec, DualPipeCosts(spec, 1, 2, 0.5)));
+  for (int64_t d = 0; d < 2; ++d) {
+    const int64_t own = d == 0 ? 0 : 2;    // the micro-batches entering at this rank
+    const int64_t other = d == 0 ? 2 : 0;  // those entering at the other end
+    ExpectTasks(t.device_tasks[d], d,
+                {{kF, 0, own, 0, 1},
+                 {kF, 1, other, 1, 2},
+                 {kF, 0, own + 1, 2, 3},
+                 {kB, 1, other, 3, 5},
+                 {kF, 1, other + 1, 5, 6},
+                 {kB, 0, own, 6, 8},
+                 {kB, 1, other + 1, 8, 10},
+                 {kB, 0, own + 1, 10, 11.5},
+                 {kW, 0, own + 1, 11.5, 12}});
+    EXPECT_TRUE(t.device_tasks[d][7].weight_deferred);
+  }
+  EXPECT_DOUBLE_EQ(t.step_seconds, 12);
+  EXPECT_DOUBLE_EQ(t.max_bubble_fraction, 0);
+  EXPECT_DOUBLE_EQ(AnalyticBubbleFraction(spec, 1, 2, 0.5), 0);
+  // p + 1 = 3 activations: F c0, F c1, F c0 before the first backward.
+  EXPECT_EQ(t.max_in_flight, (std::vector<int64_t>{3, 3}));
+}
+
+TEST(PipelineScheduleTest, DualPipeWithoutWeightCostsRunsWholeBackwards) {
+  // No weight_seconds: the split is not modelled, B' takes the whole b and W takes 0. With
+  // p = 2 the W has nothing to fill, so the hand timeline above keeps its step 12; B' c0m1
+  // becomes [10,12) and W [12,12).
+  const PipelineSpec spec = Spec(2, 4, 1, kDualPipe);
+  PERFSIM_ASSERT_OK_AND_ASSIGN(PipelineTimeline t,
+                               SimulatePipeline(spec, PipelineStageCosts::Uniform(spec, 1, 2, 0)));
+  EXPECT_DOUBLE_EQ(t.device_tasks[0][7].start_seconds, 10);
+  EXPECT_DOUBLE_EQ(t.device_tasks[0][7].end_seconds, 12);
+  EXPECT_DOUBLE_EQ(t.device_tasks[0][8].end_seconds, 12);
+  EXPECT_DOUBLE_EQ(t.step_seconds, 12);
+}
+
+TEST(PipelineScheduleTest, DualPipeHoldsPPlusOneActivationsOnEveryDevice) {
+  // The DualPipe README's "Activation PP+1". Steps 1-2 run 2(half-h-1) + 2(h+1) = p forwards;
+  // step 3 is backward-then-forward (stays at p); step 4 opens with a forward (p + 1) and then
+  // alternates backward/forward between p and p + 1; steps 5-8 only lower it. Step 4 always
+  // runs: n - p + h + 1 >= 1 because m >= 2p.
+  for (int64_t p : {2, 4, 6, 8}) {
+    for (int64_t m : {2 * p, 2 * p + 2, 4 * p}) {
+      const PipelineSpec spec = Spec(p, m, 1, kDualPipe);
+      PERFSIM_ASSERT_OK_AND_ASSIGN(PipelineTimeline t,
+                                   SimulatePipeline(spec, DualPipeCosts(spec, 1, 2, 0.5)));
+      EXPECT_EQ(t.max_in_flight, std::vector<int64_t>(p, p + 1)) << "p " << p << " m " << m;
+    }
+  }
+}
+
+TEST(PipelineScheduleTest, DualPipeBubbleIsUniformIndependentOfMAndAtMostThePublishedOne) {
+  // What is compared: each device's idle seconds (step - busy, busy = m (f+b)) against the
+  // DualPipe README's bubble (PP/2-1)(F&B+B-3W) with F&B = f + b, as AnalyticBubbleFraction
+  // takes it. The published figure has no m and is the same for every rank; both hold here.
+  // It is an upper bound here, not an equality (except p = 2, both 0), because dualpipe.py runs
+  // an overlapped F&B pair after ONE wait for both of its inputs (_forward_backward_chunk), so
+  // its forward also waits for the gradient its paired backward needs, while perfsim starts
+  // a forward as soon as its own activation is there (the task model of this file). A variant
+  // that adds that wait (tried while writing this, not kept; p = 4..10, m = 4p, f = 1) gives
+  // the published value exactly at b = 1, w = 0, 1 s under it at b = 2, w = 0, and over it at
+  // b = 1, w > 0 (its idle falls by 2w per p/2-1, the published by 3w).
+  for (int64_t p : {2, 4, 6, 8}) {
+    for (double backward : {1.0, 2.0}) {
+      for (double weight : {0.0, 0.25, 0.5}) {
+        double idle_at_2p = -1;
+        for (int64_t m : {2 * p, 2 * p + 2, 4 * p}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "p " << p << " m " << m << " b " << backward << " w " << weight);
+          const PipelineSpec spec = Spec(p, m, 1, kDualPipe);
+          PERFSIM_ASSERT_OK_AND_ASSIGN(
+              PipelineTimeline t, SimulatePipeline(spec, DualPipeCosts(spec, 1, backward, weight)));
+          const double busy = static_cast<double>(m) * (1 + backward);
+          const double idle = t.step_seconds - busy;
+          const double published =
+              (static_cast<double>(p) / 2 - 1) * (1 + 2 * backward - 3 * weight);
+          for (int64_t d = 0; d < p; ++d) EXPECT_DOUBLE_EQ(t.busy_seconds[d], busy);
+          EXPECT_NEAR(t.max_bubble_fraction, t.mean_bubble_fraction, 1e-12);
+          EXPECT_LE(idle, published + 1e-12);
+          EXPECT_LE(t.max_bubble_fraction,
+                    AnalyticBubbleFraction(spec, 1, backward, weight) + 1e-12);
+          if (p == 2) {
+            EXPECT_DOUBLE_EQ(idle, 0);
+          } else {
+            EXPECT_GT(idle, 0);
+          }
+          if (idle_at_2p < 0) idle_at_2p = idle;
+          EXPECT_NEAR(idle, idle_at_2p, 1e-9);
+        }
+      }
+    }
+  }
+}
+
+TEST(PipelineScheduleTest, DualPipeWeightSplitFillsBubbles) {
+  // The zero-bubble split only moves work (busy stays m (f+b)), so splitting more of b into W
+  // may only shrink the step: W tasks run where the device would otherwise wait.
+  const PipelineSpec spec = Spec(8, 20, 1, kDualPipe);
+  double previous = std::numeric_limits<double>::infinity();
+  for (double weight : {0.0, 0.25, 0.5, 1.0}) {
+    PERFSIM_ASSERT_OK_AND_ASSIGN(PipelineTimeline t,
+                                 SimulatePipeline(spec, DualPipeCosts(spec, 1, 2, weight)));
+    EXPECT_LE(t.step_seconds, previous) << "w " << weight;
+    previous = t.step_seconds;
+  }
+  PERFSIM_ASSERT_OK_AND_ASSIGN(PipelineTimeline none,
+                               SimulatePipeline(spec, DualPipeCosts(spec, 1, 2, 0)));
+  EXPECT_LT(previous, none.step_seconds);
+}
+
+TEST(PipelineScheduleTest, DualPipeAnalyticBubbleIsThePublishedFormula) {
+  // p = 8, m = 20 (the README's example): (8/2-1)(F&B+B-3W) with F&B = f+b = 3, b = 2, w = 0:
+  // idle 3 * 5 = 15 s next to busy 20 * 3 = 60 s: 15/75. With w = 1: 3 * 2 = 6, 6/66. The
+  // spec-only overload takes b = 2f, w = 0.
+  const PipelineSpec spec = Spec(8, 20, 1, kDualPipe);
+  EXPECT_DOUBLE_EQ(AnalyticBubbleFraction(spec, 1, 2, 0), 15.0 / 75);
+  EXPECT_DOUBLE_EQ(AnalyticBubbleFraction(spec, 1, 2, 1), 6.0 / 66);
+  EXPECT_DOUBLE_EQ(AnalyticBubbleFraction(spec), 15.0 / 75);
+  // Other schedules ignore the costs.
+  EXPECT_DOUBLE_EQ(AnalyticBubbleFraction(Spec(4, 8, 1, kOneFOneB), 1, 5, 2), 3.0 / 11);
+}
+
+TEST(PipelineScheduleTest, DualPipeInvalidSpecsNameTheirNumbers) {
+  EXPECT_THAT(Spec(3, 6, 1, kDualPipe).Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pipeline stages with dualpipe: expected an even number (two "
+                                 "directions); got 3")));
+  EXPECT_THAT(Spec(4, 9, 1, kDualPipe).Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pipeline microbatches with dualpipe: expected an even number "
+                                 "(half enter at each end); got 9")));
+  EXPECT_THAT(Spec(4, 6, 1, kDualPipe).Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pipeline microbatches with dualpipe: expected >= 2 x stages "
+                                 "(8), as dualpipe.py requires; got 6")));
+  EXPECT_THAT(Spec(4, 8, 2, kDualPipe).Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pipeline virtual_stages with dualpipe: expected 1")));
+  // Every problem at once: odd p, odd m below 2p.
+  EXPECT_THAT(Spec(5, 7, 1, kDualPipe).Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("expected an even number (two directions); got 5"),
+                             HasSubstr("(half enter at each end); got 7"),
+                             HasSubstr("expected >= 2 x stages (10), as dualpipe.py requires; "
+                                       "got 7"))));
+  EXPECT_THAT(Spec(1, 2, 1, kDualPipe).Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got 1")));
+  PERFSIM_EXPECT_OK(Spec(2, 4, 1, kDualPipe).Validate());
+  PERFSIM_EXPECT_OK(Spec(8, 20, 1, kDualPipe).Validate());
+  PERFSIM_EXPECT_OK(Spec(8, 16, 1, kDualPipe).Validate());
+}
+
+TEST(PipelineScheduleTest, WeightCostsAboveTheBackwardAreRejected) {
+  const PipelineSpec spec = Spec(2, 4, 1, kDualPipe);
+  PipelineStageCosts costs = DualPipeCosts(spec, 1, 2, 0.5);
+  costs.weight_seconds[1] = 2.5;
+  EXPECT_THAT(SimulatePipeline(spec, costs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("pipeline costs weight_seconds[1]: expected <= "
+                                 "backward_seconds[1] (2); got 2.5")));
+  costs = DualPipeCosts(spec, 1, 2, 0.5);
+  costs.weight_seconds.push_back(0);
+  EXPECT_THAT(SimulatePipeline(spec, costs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("weight_seconds: expected 2 entries")));
 }
 
 }  // namespace
