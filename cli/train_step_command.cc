@@ -140,7 +140,7 @@ absl::Status ApplyFlags(const ParsedFlags& flags, TrainingStepSpec& proto,
       p.set_schedule(PIPELINE_SCHEDULE_DUALPIPE);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--schedule: expected gpipe, 1f1b or interleaved_1f1b; got '", s, "'"));
+          "--schedule: expected gpipe, 1f1b, interleaved_1f1b or dualpipe; got '", s, "'"));
     }
   }
   if (flags.Has("precision")) {
@@ -286,7 +286,8 @@ void PrintTable(const report::StepReport& r, CliIo& io) {
   io.out << fmt::format("MFU (bf16 peak)      {:.1f}% (Megatron), {:.1f}% (MaxText)\n",
                         r.mfu_megatron_pct(), r.mfu_maxtext_pct());
   io.out << fmt::format(
-      "pipeline             {:.4g} s, bubble {:.1f}% on rank 0 ((p-1)/(m+p-1) form: {:.1f}%)\n",
+      "pipeline             {:.4g} s, bubble {:.1f}% on rank 0 (the schedule's analytic form: "
+      "{:.1f}%)\n",
       r.pipeline_seconds(), 100 * r.bubble_fraction(), 100 * r.analytic_bubble_fraction());
   io.out << "where the time goes (pipeline rank 0, whole step):\n";
   const report::StepReportBreakdown& b = r.breakdown();

@@ -56,8 +56,8 @@ absl::StatusOr<StepMemory> Evaluate(const TrainingStep& step, const Chip& chip) 
     double experts = 0;
     double largest_layer = 0;
     double chunk_activation = 0;  // the largest chunk's bytes per micro-batch
-    for (int64_t v = 0; v < step.vp(); ++v) {
-      const int64_t chunk = v * step.pp() + rank;
+    const std::vector<int64_t> rank_chunks = step.chunks_of_rank(rank);
+    for (const int64_t chunk : rank_chunks) {
       const int64_t first = step.first_layer_of_chunk(chunk);
       double activation = 0;
       for (int64_t layer = first; layer < first + step.layers_in_chunk(chunk); ++layer) {
@@ -69,10 +69,13 @@ absl::StatusOr<StepMemory> Evaluate(const TrainingStep& step, const Chip& chip) 
       }
       chunk_activation = std::max(chunk_activation, activation);
     }
-    const bool first_rank = rank == 0;
-    const bool last_rank = rank == step.pp() - 1;
+    const int64_t last_chunk = step.pp() * step.vp() - 1;
+    const bool first_rank =
+        std::find(rank_chunks.begin(), rank_chunks.end(), 0) != rank_chunks.end();
+    const bool last_rank =
+        std::find(rank_chunks.begin(), rank_chunks.end(), last_chunk) != rank_chunks.end();
     if (first_rank) dense += vocab_params;
-    if (last_rank) dense += (m.proto().tied_embeddings() && !first_rank ? 0 : vocab_params) + d;
+    if (last_rank) dense += (m.proto().tied_embeddings() && first_rank ? 0 : vocab_params) + d;
 
     StepMemory mem;
     mem.stage = rank;

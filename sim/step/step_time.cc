@@ -83,13 +83,6 @@ bool Recomputes(const TrainingStep& step, absl::string_view module) {
   return false;
 }
 
-double AnalyticBubble(const PipelineSpec& spec) {
-  const double p = static_cast<double>(spec.stages);
-  const double m = static_cast<double>(spec.microbatches);
-  const double v = static_cast<double>(spec.virtual_stages);
-  if (spec.kind == PipelineScheduleKind::kInterleavedOneFOneB) return (p - 1) / (v * m + p - 1);
-  return (p - 1) / (m + p - 1);
-}
 
 }  // namespace
 
@@ -236,16 +229,16 @@ absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip&
   absl::StatusOr<PipelineTimeline> timeline = SimulatePipeline(pipeline, costs);
   if (!timeline.ok()) return timeline.status();
   out.pipeline_seconds = timeline->step_seconds;
-  out.analytic_bubble_fraction = AnalyticBubble(pipeline);
+  out.analytic_bubble_fraction = AnalyticBubbleFraction(pipeline);
 
-  // Rank 0's work: its chunks, every micro-batch.
+  // Rank 0's work: its chunks, each micro-batch that passes through them.
   StepBreakdown& b = out.breakdown;
-  const double m = static_cast<double>(step.microbatches());
+  const double m = static_cast<double>(step.microbatches_per_chunk());
+  const std::vector<int64_t> rank0_chunks = step.chunks_of_rank(0);
   double rank0_busy = 0;
   double last_backward = 0;  // rank 0's backward of one micro-batch over its chunks
   int64_t rank0_layers = 0;
-  for (int64_t v = 0; v < step.vp(); ++v) {
-    const int64_t c = v * step.pp();
+  for (const int64_t c : rank0_chunks) {
     rank0_busy += m * (costs.forward_seconds[static_cast<size_t>(c)] +
                        costs.backward_seconds[static_cast<size_t>(c)]);
     last_backward += costs.backward_seconds[static_cast<size_t>(c)];
@@ -260,17 +253,18 @@ absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip&
       b.exposed_cp_seconds += m * (lc.exposed_cp_forward + lc.exposed_cp_backward);
     }
   }
+  const bool rank0_has_head =
+      std::find(rank0_chunks.begin(), rank0_chunks.end(), chunks - 1) != rank0_chunks.end();
   b.embedding_head_seconds =
       m * (embedding->forward_seconds + embedding->backward_seconds +
-           (chunks == 1 ? head->forward_seconds + head->backward_seconds : 0));
+           (rank0_has_head ? head->forward_seconds + head->backward_seconds : 0));
   b.pipeline_send_seconds = costs.send_seconds;
   b.bubble_seconds = std::max(0.0, out.pipeline_seconds - rank0_busy);
   out.bubble_fraction = out.pipeline_seconds > 0 ? b.bubble_seconds / out.pipeline_seconds : 0;
 
   // Rank 0's parameters (elements) on the device, before data-parallel sharding.
   double dense = 0, experts = 0;
-  for (int64_t v = 0; v < step.vp(); ++v) {
-    const int64_t c = v * step.pp();
+  for (const int64_t c : rank0_chunks) {
     const int64_t first = step.first_layer_of_chunk(c);
     for (int64_t l = first; l < first + step.layers_in_chunk(c); ++l) {
       const LayerParams p = ParamsOfLayer(step, l);
@@ -280,7 +274,7 @@ absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip&
   }
   const double vocab_params = static_cast<double>(model.proto().vocab_size()) * d / tp;
   dense += vocab_params;  // the embedding
-  if (step.pp() == 1) {   // rank 0 is also the last: the LM head (unless tied) and final norm
+  if (rank0_has_head) {  // the LM head (unless tied) and the final norm
     dense += (model.proto().tied_embeddings() ? 0 : vocab_params) + d;
   }
   const double fsdp = static_cast<double>(step.fsdp());

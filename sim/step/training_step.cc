@@ -373,6 +373,17 @@ int64_t TrainingStep::layers_in_chunk(int64_t chunk) const {
   return layers / chunks + (chunk < layers % chunks ? 1 : 0);
 }
 
+std::vector<int64_t> TrainingStep::chunks_of_rank(int64_t rank) const {
+  if (pipeline().kind == PipelineScheduleKind::kDualPipe) return {rank, pp() - 1 - rank};
+  std::vector<int64_t> chunks;
+  for (int64_t v = 0; v < vp(); ++v) chunks.push_back(v * pp() + rank);
+  return chunks;
+}
+
+int64_t TrainingStep::microbatches_per_chunk() const {
+  return pipeline().kind == PipelineScheduleKind::kDualPipe ? microbatches() / 2 : microbatches();
+}
+
 int64_t TrainingStep::first_layer_of_chunk(int64_t chunk) const {
   int64_t first = 0;
   for (int64_t c = 0; c < chunk; ++c) first += layers_in_chunk(c);

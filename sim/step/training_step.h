@@ -89,6 +89,12 @@ class TrainingStep {
   int64_t layers_in_chunk(int64_t chunk) const;
   // The first decoder layer of chunk c.
   int64_t first_layer_of_chunk(int64_t chunk) const;
+  // The chunks pipeline rank `rank` holds: v·pp + rank for each virtual stage v; with DualPipe
+  // rank and its mirror pp - 1 - rank (pipeline_schedule.h).
+  std::vector<int64_t> chunks_of_rank(int64_t rank) const;
+  // How many micro-batches pass through each chunk a rank holds: all of them, or half with
+  // DualPipe (each direction feeds one of a rank's two chunks).
+  int64_t microbatches_per_chunk() const;
 
  private:
   TrainingStep(TrainingStepSpec proto, ModelConfig model)

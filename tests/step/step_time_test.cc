@@ -135,6 +135,22 @@ TEST(StepTimeTest, PipelineBubble) {
   EXPECT_GT(p->breakdown.pipeline_send_seconds, 0);
 }
 
+// DualPipe: rank 0 holds chunk 0 and its mirror, the last chunk, and each direction's m/2
+// micro-batches pass through one of them. With p = 4 (8 layers a chunk) and m = 8: rank 0 runs
+// 4 micro-batches through 16 layers (attention 4 · 16 · 3 ms) and both the embedding and the
+// head (4 · (0.3 + 0.9) ms).
+TEST(StepTimeTest, DualPipeRankZeroHoldsBothEnds) {
+  Scenario s = Make("gpu_h100", "8", 4, 8, "PP4 DP1", [](TrainingStepSpec& p) {
+    p.mutable_parallelism()->set_schedule(PIPELINE_SCHEDULE_DUALPIPE);
+  });
+  FixedTimer timer;
+  absl::StatusOr<StepPrediction> p = PredictStep(s.step, s.chip, s.topology, timer);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->breakdown.attention_seconds, 4 * 16 * 3e-3, 1e-12);
+  EXPECT_NEAR(p->breakdown.embedding_head_seconds, 4 * 1.2e-3, 1e-12);
+  EXPECT_EQ(s.step.chunks_of_rank(1), (std::vector<int64_t>{1, 2}));
+}
+
 // Full remat recomputes every forward: rank 0 repeats 32 · 3 ms per micro-batch.
 TEST(StepTimeTest, FullRematRecomputesTheForward) {
   Scenario s = Make("gpu_h100", "8", 8, 16, "DP8",
