@@ -55,6 +55,38 @@ void RunStep(benchmark::State& state, const std::string& hw, const std::string& 
   }
 }
 
+// The reference: one of the step's block timings alone, DeepSeek-V3's MoE layer (forward and
+// forward+backward lowered and simulated) in the same plan.
+void BM_TimeOneMoeBlockDeepSeekV3_8192(benchmark::State& state) {
+  absl::StatusOr<Chip> chip = ResolveChip("tpu_v7x");
+  absl::StatusOr<Topology> topology =
+      chip.ok() ? Topology::Create(*chip, "16x16x16") : absl::StatusOr<Topology>(chip.status());
+  TrainingStepSpec proto;
+  proto.set_model("deepseek_v3");
+  proto.set_hw("tpu_v7x");
+  proto.set_devices(8192);
+  proto.set_global_batch(8192);
+  proto.set_seq_len(4096);
+  proto.mutable_parallelism()->set_uneven_pipeline(true);
+  absl::Status parsed = ApplyParallelismString("PP8 VP2 EP64 FSDP16 MBS1", proto);
+  absl::StatusOr<TrainingStep> step =
+      parsed.ok() ? TrainingStep::FromProto(proto) : absl::StatusOr<TrainingStep>(parsed);
+  if (!topology.ok() || !step.ok()) {
+    state.SkipWithError("setup failed");
+    return;
+  }
+  for (auto _ : state) {
+    SimulatedBlockTimer timer(*chip, *topology);
+    absl::StatusOr<BlockTiming> t = timer.Ffn(*step, /*layer=*/3);
+    if (!t.ok()) {
+      state.SkipWithError(std::string(t.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(t->forward_seconds);
+  }
+}
+BENCHMARK(BM_TimeOneMoeBlockDeepSeekV3_8192)->Unit(benchmark::kMillisecond);
+
 void BM_PredictStepDeepSeekV3_8192(benchmark::State& state) {
   TrainingStepSpec proto;
   proto.set_model("deepseek_v3");
