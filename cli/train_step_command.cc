@@ -226,6 +226,7 @@ report::StepReport ToReport(const TrainingStep& step, const std::string& mesh,
   r.set_step_seconds(p.step_seconds);
   r.set_tokens_per_second(p.tokens_per_second);
   r.set_tokens_per_second_per_device(p.tokens_per_second_per_device);
+  r.set_tokens_per_second_per_chip(p.tokens_per_second_per_chip);
   r.set_model_flops_maxtext(p.flops_maxtext.total);
   r.set_model_flops_megatron(p.flops_megatron.total);
   r.set_model_tflops_per_device_maxtext(p.model_tflops_per_device_maxtext);
@@ -279,7 +280,10 @@ void PrintTable(const report::StepReport& r, CliIo& io) {
                         r.moe_backend().empty() ? "" : "; MoE " + r.moe_backend());
   io.out << fmt::format("step time            {:.4g} s{}\n", step,
                         r.lower_bound() ? " (lower bound: some op untimed)" : "");
-  io.out << fmt::format("tokens/s per device  {:.5g}\n", r.tokens_per_second_per_device());
+  io.out << fmt::format("tokens/s per device  {:.5g}{}\n", r.tokens_per_second_per_device(),
+                        r.tokens_per_second_per_chip() != r.tokens_per_second_per_device()
+                            ? fmt::format(" ({:.5g} per chip)", r.tokens_per_second_per_chip())
+                            : "");
   io.out << fmt::format("model TFLOP/s/device {:.4g} (Megatron), {:.4g} (MaxText)\n",
                         r.model_tflops_per_device_megatron(),
                         r.model_tflops_per_device_maxtext());

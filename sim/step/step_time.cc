@@ -335,6 +335,9 @@ absl::StatusOr<StepPrediction> PredictStep(const TrainingStep& step, const Chip&
   const double step_tokens = static_cast<double>(step.tokens_per_step());
   out.tokens_per_second = step_tokens / out.step_seconds;
   out.tokens_per_second_per_device = out.tokens_per_second / devices;
+  out.tokens_per_second_per_chip =
+      out.tokens_per_second_per_device *
+      static_cast<double>(std::max<int64_t>(1, chip.proto().compute().devices_per_chip()));
   const StepTokens counted{.sequences = step.proto().global_batch(),
                            .seq_len = step.proto().seq_len(),
                            .mtp_layers = step.proto().mtp_layers()};

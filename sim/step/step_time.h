@@ -103,6 +103,8 @@ struct StepPrediction {
   double step_seconds = 0;
   double tokens_per_second = 0;             // the whole job
   double tokens_per_second_per_device = 0;  // GBS·S / step / devices
+  // Per chip: a TPU v7x chip shows 2 devices (compute.devices_per_chip).
+  double tokens_per_second_per_chip = 0;
   StepFlops flops_maxtext;
   StepFlops flops_megatron;
   double model_tflops_per_device_maxtext = 0;   // flops / step / devices / 1e12
