@@ -60,6 +60,34 @@ ErrorSummary SummarizeErrors(std::string scope, absl::Span<const std::string> id
   return s;
 }
 
+namespace {
+
+// A row simulated whole (a block or a whole step): `predict` maps a chip's factors to the
+// row's value and detail (BlockPrediction or StepRowPrediction), physics and calibrated.
+template <typename Predict>
+void FillSimulatedRow(const Predict& predict, const Calibration& calibration,
+                      const std::string& chip, const AccuracyOptions& options, AccuracyRow& row,
+                      int64_t& skipped) {
+  const auto physics = predict(ChipFactors());
+  const auto calibrated = predict(calibration.For(chip));
+  if (!physics.ok() || !calibrated.ok()) {
+    row.skipped_reason = absl::StrCat(
+        "cannot simulate: ", (physics.ok() ? calibrated.status() : physics.status()).message());
+    ++skipped;
+    return;
+  }
+  row.detail = physics->detail;
+  row.predicted[kPhysics] = physics->value;
+  row.predicted[kCalibrated] = calibrated->value;
+  row.predicted[kLeaveOneOut] =
+      options.leave_one_out ? calibrated->value : std::numeric_limits<double>::quiet_NaN();
+  for (int c = 0; c < kNumAccuracyColumns; ++c) {
+    row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
                                            const AccuracyOptions& options) {
   AccuracyReport report;
@@ -137,54 +165,18 @@ absl::StatusOr<AccuracyReport> RunAccuracy(const MeasurementFile& file,
     }
   }
 
-  // Block rows: simulated whole with the factors of each column. They are in no fit, so the
-  // factors fitted on every kernel row are already out of sample for them: leave-one-out is the
-  // calibrated prediction.
+  // Block and whole-step rows: simulated whole with the factors of each column. They are in no
+  // fit, so the factors fitted on every kernel row are already out of sample for them:
+  // leave-one-out is the calibrated prediction.
   for (auto& [index, block] : block_of_row) {
-    AccuracyRow& row = report.rows[index];
-    const absl::StatusOr<BlockPrediction> physics = PredictBlock(block, ChipFactors());
-    const absl::StatusOr<BlockPrediction> calibrated =
-        PredictBlock(block, report.calibration.For(block.chip));
-    if (!physics.ok() || !calibrated.ok()) {
-      row.skipped_reason = absl::StrCat(
-          "cannot simulate: ",
-          (physics.ok() ? calibrated.status() : physics.status()).message());
-      ++report.skipped;
-      continue;
-    }
-    row.detail = physics->detail;
-    row.predicted[kPhysics] = physics->value;
-    row.predicted[kCalibrated] = calibrated->value;
-    row.predicted[kLeaveOneOut] = options.leave_one_out
-                                      ? calibrated->value
-                                      : std::numeric_limits<double>::quiet_NaN();
-    for (int c = 0; c < kNumAccuracyColumns; ++c) {
-      row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
-    }
+    FillSimulatedRow(
+        [&](const ChipFactors& f) { return PredictBlock(block, f); }, report.calibration,
+        block.chip, options, report.rows[index], report.skipped);
   }
-
-  // Whole-step rows, likewise: simulated whole, in no fit.
   for (auto& [index, step] : step_of_row) {
-    AccuracyRow& row = report.rows[index];
-    const absl::StatusOr<StepRowPrediction> physics = PredictStepRow(step, ChipFactors());
-    const absl::StatusOr<StepRowPrediction> calibrated =
-        PredictStepRow(step, report.calibration.For(step.chip));
-    if (!physics.ok() || !calibrated.ok()) {
-      row.skipped_reason = absl::StrCat(
-          "cannot simulate: ",
-          (physics.ok() ? calibrated.status() : physics.status()).message());
-      ++report.skipped;
-      continue;
-    }
-    row.detail = physics->detail;
-    row.predicted[kPhysics] = physics->value;
-    row.predicted[kCalibrated] = calibrated->value;
-    row.predicted[kLeaveOneOut] = options.leave_one_out
-                                      ? calibrated->value
-                                      : std::numeric_limits<double>::quiet_NaN();
-    for (int c = 0; c < kNumAccuracyColumns; ++c) {
-      row.error_pct[c] = ErrorPct(row.predicted[c], row.measured);
-    }
+    FillSimulatedRow(
+        [&](const ChipFactors& f) { return PredictStepRow(step, f); }, report.calibration,
+        step.chip, options, report.rows[index], report.skipped);
   }
 
   // Scopes: categories in file order, "kernel", "overall".

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -51,6 +52,21 @@ absl::StatusOr<Simulated> SimulateLayer(absl::StatusOr<LoweredLayer> layer, int6
                                         const Chip& chip, const Topology& topology) {
   if (!layer.ok()) return layer.status();
   return Simulate(*layer->module, devices, chip, topology);
+}
+
+// A block's timing from its forward and forward+backward simulations: the backward is their
+// difference (the simulator starts the backward when the forward's outputs are ready).
+absl::StatusOr<BlockTiming> ForwardAndBackward(
+    const std::function<absl::StatusOr<Simulated>(Phase)>& simulate) {
+  absl::StatusOr<Simulated> fwd = simulate(Phase::kForward);
+  if (!fwd.ok()) return fwd.status();
+  absl::StatusOr<Simulated> both = simulate(Phase::kForwardBackward);
+  if (!both.ok()) return both.status();
+  BlockTiming t;
+  t.forward_seconds = fwd->seconds;
+  t.backward_seconds = std::max(0.0, both->seconds - fwd->seconds);
+  t.lower_bound = fwd->lower_bound || both->lower_bound;
+  return t;
 }
 
 }  // namespace
@@ -144,21 +160,13 @@ absl::StatusOr<BlockTiming> SimulatedBlockTimer::Ffn(const TrainingStep& step, i
     spec.param_type = kCompute;
     return SimulateLayer(LowerDenseFfn(spec), step.tp(), chip_, topology_);
   };
-  absl::StatusOr<Simulated> fwd = simulate(Phase::kForward);
-  if (!fwd.ok()) return fwd.status();
-  absl::StatusOr<Simulated> both = simulate(Phase::kForwardBackward);
-  if (!both.ok()) return both.status();
-  BlockTiming t;
-  t.forward_seconds = fwd->seconds;
-  t.backward_seconds = std::max(0.0, both->seconds - fwd->seconds);
-  t.lower_bound = fwd->lower_bound || both->lower_bound;
-  return t;
+  return ForwardAndBackward(simulate);
 }
 
 absl::StatusOr<BlockTiming> SimulatedBlockTimer::Embedding(const TrainingStep& step) {
   const ModelConfig& model = step.model();
   if (model.proto().vocab_size() == 0) return BlockTiming{};
-  auto simulate = [&](Phase phase) {
+  auto simulate = [&](Phase phase) -> absl::StatusOr<Simulated> {
     EmbeddingSpec spec = EmbeddingSpec::FromModel(model, step.proto().micro_batch(),
                                                   step.proto().seq_len() / step.cp(), step.tp(),
                                                   phase);
@@ -166,32 +174,20 @@ absl::StatusOr<BlockTiming> SimulatedBlockTimer::Embedding(const TrainingStep& s
     spec.param_type = kCompute;
     return SimulateLayer(LowerEmbedding(spec), step.tp(), chip_, topology_);
   };
-  absl::StatusOr<Simulated> fwd = simulate(Phase::kForward);
-  if (!fwd.ok()) return fwd.status();
-  absl::StatusOr<Simulated> both = simulate(Phase::kForwardBackward);
-  if (!both.ok()) return both.status();
-  return BlockTiming{.forward_seconds = fwd->seconds,
-                     .backward_seconds = std::max(0.0, both->seconds - fwd->seconds),
-                     .lower_bound = fwd->lower_bound || both->lower_bound};
+  return ForwardAndBackward(simulate);
 }
 
 absl::StatusOr<BlockTiming> SimulatedBlockTimer::LmHead(const TrainingStep& step) {
   const ModelConfig& model = step.model();
   if (model.proto().vocab_size() == 0) return BlockTiming{};
-  auto simulate = [&](Phase phase) {
+  auto simulate = [&](Phase phase) -> absl::StatusOr<Simulated> {
     LmHeadSpec spec = LmHeadSpec::FromModel(model, step.proto().micro_batch(),
                                             step.proto().seq_len() / step.cp(), step.tp(), phase);
     spec.activation_type = kCompute;
     spec.param_type = kCompute;
     return SimulateLayer(LowerLmHead(spec), step.tp(), chip_, topology_);
   };
-  absl::StatusOr<Simulated> fwd = simulate(Phase::kForward);
-  if (!fwd.ok()) return fwd.status();
-  absl::StatusOr<Simulated> both = simulate(Phase::kForwardBackward);
-  if (!both.ok()) return both.status();
-  return BlockTiming{.forward_seconds = fwd->seconds,
-                     .backward_seconds = std::max(0.0, both->seconds - fwd->seconds),
-                     .lower_bound = fwd->lower_bound || both->lower_bound};
+  return ForwardAndBackward(simulate);
 }
 
 absl::StatusOr<double> SimulatedBlockTimer::OptimizerSeconds(const TrainingStep& step,
