@@ -50,8 +50,10 @@ What the step is (flags override the --step file):
   --zero 0|1|2|3     what the dp replicas shard (1: Megatron's distributed optimizer)
   --sp               tensor parallelism with sequence parallelism
   --schedule gpipe|1f1b|interleaved_1f1b|dualpipe   --uneven-pipeline (layers not dividing pp·vp)
-  --remat none|full|selective:MODULE,...    MODULE: core_attn mlp moe_act moe layernorm
-                     mla_up_proj shared_experts (Megatron's --recompute-modules)
+  --remat none|full|selective:MODULE,...|maxtext:POLICY   MODULE: core_attn mlp moe_act moe
+                     layernorm mla_up_proj shared_experts (Megatron's --recompute-modules);
+                     POLICY: MaxText's remat_policy (full, minimal, save_dot_except_mlp, ...:
+                     sim/step/training_step.h RematFromMaxTextPolicy)
   --precision bf16|fp8|mxfp8   --mtp N   --moe-backend NAME   --balanced-routing
 MaxText's names:
   --per-device-batch-size N  (GBS = N · devices)   --gradient-accumulation-steps N
@@ -164,6 +166,10 @@ absl::Status ApplyFlags(const ParsedFlags& flags, TrainingStepSpec& proto,
       remat.set_policy(REMAT_NONE);
     } else if (s == "full") {
       remat.set_policy(REMAT_FULL);
+    } else if (absl::StartsWith(s, "maxtext:")) {
+      absl::StatusOr<StepRemat> policy = RematFromMaxTextPolicy(s.substr(8));
+      if (!policy.ok()) return policy.status();
+      remat = *policy;
     } else if (absl::StartsWith(s, "selective:")) {
       remat.set_policy(REMAT_SELECTIVE);
       for (absl::string_view m : absl::StrSplit(s.substr(10), ',', absl::SkipEmpty())) {
@@ -171,7 +177,8 @@ absl::Status ApplyFlags(const ParsedFlags& flags, TrainingStepSpec& proto,
       }
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--remat: expected none, full or selective:MODULE[,MODULE...]; got '", s, "'"));
+          "--remat: expected none, full, selective:MODULE[,MODULE...] or maxtext:POLICY; got '",
+          s, "'"));
     }
   }
   return absl::OkStatus();

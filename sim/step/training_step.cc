@@ -147,6 +147,41 @@ absl::Status ApplyParallelismString(absl::string_view text, TrainingStepSpec& pr
   return absl::OkStatus();
 }
 
+absl::StatusOr<StepRemat> RematFromMaxTextPolicy(absl::string_view name) {
+  struct Policy {
+    absl::string_view name;
+    RematPolicy policy;
+    std::vector<std::string> recompute;
+  };
+  static const auto* const kPolicies = new std::vector<Policy>{
+      {"none", REMAT_NONE, {}},
+      {"full", REMAT_FULL, {}},
+      {"save_out_proj", REMAT_FULL, {}},
+      {"custom", REMAT_FULL, {}},
+      {"save_qkv_proj", REMAT_SELECTIVE, {"core_attn", "mlp", "moe", "layernorm"}},
+      {"qkv_proj_offloaded", REMAT_SELECTIVE, {"core_attn", "mlp", "moe", "layernorm"}},
+      {"save_dot_except_mlp", REMAT_SELECTIVE, {"core_attn", "mlp", "moe"}},
+      {"save_dot_except_mlpwi", REMAT_SELECTIVE, {"core_attn", "mlp", "moe"}},
+      {"save_dot_with_context_except_mlp", REMAT_SELECTIVE, {"mlp", "moe"}},
+      {"minimal", REMAT_SELECTIVE, {"core_attn"}},
+      {"minimal_offloaded", REMAT_SELECTIVE, {"core_attn"}},
+      {"minimal_with_context", REMAT_SELECTIVE, {"layernorm"}},
+  };
+  std::vector<absl::string_view> names;
+  for (const Policy& p : *kPolicies) {
+    if (p.name == name) {
+      StepRemat remat;
+      remat.set_policy(p.policy);
+      for (const std::string& m : p.recompute) remat.add_recompute(m);
+      return remat;
+    }
+    names.push_back(p.name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("remat_policy: expected one of MaxText's ",
+                                                 absl::StrJoin(names, ", "), "; got '", name,
+                                                 "'"));
+}
+
 int64_t BatchShardsOf(const TrainingStepSpec& proto) {
   const StepParallelism& p = proto.parallelism();
   auto axis = [](int64_t v) { return v == 0 ? int64_t{1} : v; };

@@ -50,6 +50,20 @@ absl::Status ApplyParallelismString(absl::string_view text, TrainingStepSpec& pr
 // before the batch is known.
 int64_t BatchShardsOf(const TrainingStepSpec& proto);
 
+// MaxText's remat_policy names as the modules perfsim recomputes (MaxText's policies name what
+// is SAVED, every other value of the layer is recomputed; perfsim's unit is a module):
+//   full, save_out_proj, custom        REMAT_FULL (custom: as the published MaxText recipes
+//                                       use it, the layer input offloaded, the rest recomputed)
+//   save_qkv_proj, qkv_proj_offloaded  core_attn, mlp, moe, layernorm (only q, k, v kept)
+//   save_dot_except_mlp(wi)            core_attn, mlp, moe (attention projections kept)
+//   save_dot_with_context_except_mlp   mlp, moe (the attention output "context" kept too)
+//   minimal, minimal_offloaded         core_attn (every projection kept, the batched attention
+//                                       dots recomputed: checkpoint_dots_with_no_batch_dims)
+//   minimal_with_context               layernorm (all matmul outputs and the context kept)
+//   none                               REMAT_NONE
+// Offloading is not timed. InvalidArgument naming the known names for any other.
+absl::StatusOr<StepRemat> RematFromMaxTextPolicy(absl::string_view name);
+
 class TrainingStep {
  public:
   // Resolves the model (models/ name or path), fills dp = 0 ("rest") and devices = 0, applies

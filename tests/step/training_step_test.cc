@@ -151,6 +151,37 @@ TEST(TrainingStepTest, InterleavedNeedsMicrobatchesMultipleOfStages) {
   EXPECT_THAT(step.status().message(), HasSubstr("parallelism: "));
 }
 
+// MaxText's remat_policy names become the modules they recompute.
+TEST(TrainingStepTest, MaxTextRematPolicies) {
+  absl::StatusOr<StepRemat> r = RematFromMaxTextPolicy("save_dot_except_mlp");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->policy(), REMAT_SELECTIVE);
+  EXPECT_THAT(std::vector<std::string>(r->recompute().begin(), r->recompute().end()),
+              ::testing::ElementsAre("core_attn", "mlp", "moe"));
+  r = RematFromMaxTextPolicy("full");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->policy(), REMAT_FULL);
+  r = RematFromMaxTextPolicy("minimal");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->recompute_size(), 1);
+  EXPECT_EQ(r->recompute(0), "core_attn");
+  r = RematFromMaxTextPolicy("save_everything");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("expected one of MaxText's none, full"));
+  EXPECT_THAT(r.status().message(), HasSubstr("got 'save_everything'"));
+  // Every mapped policy validates as a step's remat.
+  for (const char* name : {"none", "full", "save_out_proj", "custom", "save_qkv_proj",
+                           "qkv_proj_offloaded", "save_dot_except_mlp", "save_dot_except_mlpwi",
+                           "save_dot_with_context_except_mlp", "minimal", "minimal_offloaded",
+                           "minimal_with_context"}) {
+    TrainingStepSpec proto = Spec("mixtral_8x7b", 8, 8, 4096, "DP8");
+    absl::StatusOr<StepRemat> policy = RematFromMaxTextPolicy(name);
+    ASSERT_TRUE(policy.ok()) << name;
+    *proto.mutable_remat() = *policy;
+    EXPECT_TRUE(TrainingStep::FromProto(proto).ok()) << name;
+  }
+}
+
 // The textproto form.
 TEST(TrainingStepTest, TextprotoForm) {
   TrainingStepSpec proto;
