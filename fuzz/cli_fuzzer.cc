@@ -1,5 +1,6 @@
 // libFuzzer target for the command line itself: argv -> flag parsing -> scenario building ->
-// the command's work, in process, for `perfsim predict`, `lower`, `validate`, `fit` and `sweep`.
+// the command's work, in process, for `perfsim predict`, `lower`, `validate`, `fit`, `sweep` and
+// `step`.
 //
 // Input: the first byte picks the command; the rest, split at '\0' and '\n', are its
 // arguments. Arguments that would write files (--trace, --csv, --out, --inputs-dir,
@@ -13,7 +14,9 @@
 // appended after the fuzzed ones (the last value of a flag wins): validate runs the nano
 // model, one device, forward, one router and routing, under a 64 MiB memory budget (so large
 // sizes are refused by the budget's estimate, which is what the fuzzer exercises); sweep runs
-// the nano model on a 2x2x1 v5p slice. Every other flag of theirs stays fuzzed.
+// the nano model on a 2x2x1 v5p slice; step drops --sweep (a whole-step sweep of a large job
+// simulates hundreds of blocks) and keeps every other flag fuzzed. Every other flag of theirs
+// stays fuzzed.
 //
 // Checked: nothing crashes, hangs or trips a sanitizer; the exit code is 0, 1 or 2 (3 is an
 // internal error, a bug whatever the input); a non-zero exit says why on stderr, starting
@@ -35,7 +38,7 @@
 
 namespace {
 
-constexpr const char* kCommands[] = {"predict", "lower", "validate", "fit", "sweep"};
+constexpr const char* kCommands[] = {"predict", "lower", "validate", "fit", "sweep", "step"};
 
 // Flags whose value is a path to write or read.
 constexpr const char* kPathFlags[] = {"trace", "csv", "out", "inputs-dir", "save-outputs",
@@ -84,6 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (NamesPath(arg)) continue;
     args.emplace_back(arg);
+  }
+  if (args[0] == "step") {
+    std::erase(args, std::string("--sweep"));
   }
   if (args.size() > 64) args.resize(64);
   if (args[0] == "validate") {

@@ -1,6 +1,7 @@
 // libFuzzer target for the config loaders: arbitrary bytes go through the textproto parser (with
-// its error recovery and location mapping) and, when they parse, through hardware and model
-// validation, the field-location lookup and both printers. Nothing may crash, hang or trip a
+// its error recovery and location mapping) and, when they parse, through hardware, model and
+// whole-step validation (a TrainingStepSpec against a fixed built-in model, then its derived
+// quantities, FLOPs and HBM), the field-location lookup and both printers. Nothing may crash, hang or trip a
 // sanitizer; every rejection must be an InvalidArgument naming the file.
 //
 //   ./textproto_fuzzer -max_len=4096 hardware/ models/
@@ -16,6 +17,12 @@
 #include "proto/model.pb.h"
 #include "sim/hw/chip.h"
 #include "sim/moe/model_config.h"
+#include "sim/moe/model_registry.h"
+#include "sim/hw/chip_registry.h"
+#include "proto/step.pb.h"
+#include "sim/step/model_flops.h"
+#include "sim/step/step_memory.h"
+#include "sim/step/training_step.h"
 #include "sim/util/proto_format.h"
 #include "sim/util/textproto.h"
 
@@ -71,11 +78,45 @@ void FuzzModel(absl::string_view text) {
   perfsim::DescribeProtoFields(spec);
 }
 
+// A whole step: validated against Mixtral 8x7B (every range and divisibility check), then what
+// its validity promises: the derived counts, both FLOP conventions and the HBM model (which
+// simulates the pipeline schedule, bounded by the spec's task limit).
+void FuzzStep(absl::string_view text) {
+  perfsim::TrainingStepSpec spec;
+  absl::StatusOr<perfsim::TextProtoSource> source =
+      perfsim::ParseTextProto(text, "fuzz.textproto", &spec);
+  if (!source.ok()) {
+    CheckRejection(source.status());
+    return;
+  }
+  static const perfsim::ModelConfig* const model =
+      new perfsim::ModelConfig(*perfsim::ResolveModel("mixtral_8x7b"));
+  static const perfsim::Chip* const chip = new perfsim::Chip(*perfsim::ResolveChip("gpu_h100"));
+  absl::StatusOr<perfsim::TrainingStep> step = perfsim::TrainingStep::FromProto(spec, *model);
+  if (!step.ok()) {
+    Require(step.status().code() == absl::StatusCode::kInvalidArgument);
+    return;
+  }
+  Require(step->microbatches() >= 1 && step->tokens_per_microbatch() >= 1);
+  int64_t layers = 0;
+  for (int64_t c = 0; c < step->pp() * step->vp(); ++c) layers += step->layers_in_chunk(c);
+  Require(layers == model->proto().num_layers());
+  perfsim::ModelFlopsPerStep(*model,
+                             {.sequences = step->proto().global_batch(),
+                              .seq_len = step->proto().seq_len(),
+                              .mtp_layers = step->proto().mtp_layers()},
+                             perfsim::FlopConvention::kMegatron);
+  absl::StatusOr<perfsim::StepMemory> memory =
+      perfsim::StepHbm(*step, *chip, /*search_max_micro_batch=*/false);
+  Require(memory.ok());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
   FuzzHardware(text);
   FuzzModel(text);
+  FuzzStep(text);
   return 0;
 }
