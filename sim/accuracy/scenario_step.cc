@@ -156,7 +156,7 @@ absl::StatusOr<MappedRow> MapStepRow(const Measurement& row, const Chip& chip,
     s.step.mutable_precision()->set_optimizer_state_bytes(2);
   }
   if (s.step.precision().compute() != PRECISION_BF16) {
-    notes.push_back("FP8 GEMM rates not applied: simulated at bf16 speed");
+    notes.push_back("FP8 GEMMs in attention and dense FFNs; MoE experts at bf16");
   }
   s.step.set_force_balanced_routing(true);
 

@@ -807,6 +807,7 @@ absl::StatusOr<LoweredLayer> LowerAttention(const AttentionLoweringSpec& spec) {
   ModuleBuilder mb(absl::StrCat("attention_", mla ? "mla" : "gqa", "_", PhaseName(spec.phase)));
   ComputationBuilder& entry = mb.Entry("main");
   NamedBuilder nb(mb, entry, &layer.dim_names, &residuals);
+  if (spec.fp8_gemms) nb.set_gemm_type(PrimitiveType::kF8E4M3FN);
   Ctx c{.spec = spec, .nb = nb};
   Lowering l{.c = c, .layer = layer};
   mb.SetOpNameScope("attention");

@@ -113,6 +113,9 @@ struct AttentionLoweringSpec {
   // The epsilon of the QK and MLA latent RMSNorms.
   double norm_epsilon = 1e-6;
   AttentionKernel kernel = AttentionKernel::kPlain;
+  // FP8 (f8e4m3fn) projections (NamedBuilder::set_gemm_type); the attention core stays in
+  // `dtype` (TransformerEngine's default: FP8 attention is a separate option).
+  bool fp8_gemms = false;
   // kFlash: the kernel's query and key/value blocks, tokens (each divides seq).
   int64_t flash_block_q = 128;
   int64_t flash_block_kv = 128;

@@ -372,6 +372,7 @@ absl::StatusOr<LoweredLayer> LowerDenseFfn(const DenseFfnSpec& spec) {
   BlockBuilder bb(absl::StrCat("dense_ffn_", PhaseName(spec.phase)), Annotation::BLOCK_DENSE_FFN,
                   spec.tp);
   NamedBuilder& nb = bb.nb();
+  if (spec.fp8_gemms) nb.set_gemm_type(PrimitiveType::kF8E4M3FN);
   Tensor x = bb.Parameter("x", act_type, "BSD", {B, S, D}, -1, kActivation);
   Tensor scale = bb.Parameter("norm_scale", param_type, "D", {D}, -1, kTrained);
   Tensor bias;

@@ -65,6 +65,8 @@ struct DenseFfnSpec {
   bool residual = true;
   PrimitiveType activation_type = PrimitiveType::kF32;
   PrimitiveType param_type = PrimitiveType::kF32;
+  // FP8 (f8e4m3fn) GEMMs for 16-bit activations and weights (NamedBuilder::set_gemm_type).
+  bool fp8_gemms = false;
 
   // F = dense_ffn_dim, the model's activation, norm and dtypes.
   static DenseFfnSpec FromModel(const ModelConfig& model, int64_t batch, int64_t seq, int64_t tp,

@@ -321,6 +321,7 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
   ComputationBuilder& entry = mb.Entry("main");
   NamedBuilder nb(mb, entry, &step.dim_names, &step.residuals);
   nb.set_masked_grouped_matmuls(spec.knobs.grouped_matmul == GroupedMatmulForm::kMaskedDot);
+  if (spec.knobs.fp8_gemms) nb.set_gemm_type(PrimitiveType::kF8E4M3FN);
   // A spec built without StepSpec::Defaults has no knobs: megablox's own default.
   auto knob = [](const GmmTiling& t) {
     return t.tm > 0 && t.tk > 0 && t.tn > 0 ? t : GmmTiling{128, 128, 128};

@@ -115,14 +115,29 @@ Tensor NamedBuilder::Einsum(absl::string_view spec, const Tensor& a, const Tenso
                              result_order, " in some order; got ", res),
                 a);
   }
-  Instruction* dot = b_.Dot(a.op, b.op, std::move(dnums), out);
+  Tensor qa = a, qb = b;
+  QuantizeOperands(qa, qb, out);
+  Instruction* dot = b_.Dot(qa.op, qb.op, std::move(dnums), out);
   return Transpose(Name(dot, result_order), res);
+}
+
+void NamedBuilder::QuantizeOperands(Tensor& a, Tensor& b, PrimitiveType& out) {
+  if (gemm_type_ == PrimitiveType::kInvalid) return;
+  auto sixteen_bit = [](PrimitiveType t) {
+    return t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
+  };
+  if (!sixteen_bit(a.type()) || !sixteen_bit(b.type())) return;
+  if (out == PrimitiveType::kInvalid) out = a.type();
+  a = Convert(a, gemm_type_);
+  b = Convert(b, gemm_type_);
 }
 
 Tensor NamedBuilder::RaggedDot(const Tensor& lhs, const Tensor& rhs, const Tensor& group_sizes,
                                RaggedDotDimensionNumbers dnums, std::string out_dims,
                                PrimitiveType out) {
-  return Name(b_.RaggedDot(lhs.op, rhs.op, group_sizes.op, std::move(dnums), out),
+  Tensor qlhs = lhs, qrhs = rhs;
+  QuantizeOperands(qlhs, qrhs, out);
+  return Name(b_.RaggedDot(qlhs.op, qrhs.op, group_sizes.op, std::move(dnums), out),
               std::move(out_dims));
 }
 

@@ -115,6 +115,12 @@ class NamedBuilder {
     ragged_dot_wo_ = wo;
   }
   bool masked_grouped_matmuls() const { return masked_grouped_; }
+  // FP8 GEMMs (the whole step's fp8 / MXFP8 precision, sim/step/block_timer.h): with a type set
+  // (f8e4m3fn), every einsum and ragged-dot whose operands are both bf16 or f16 converts them to
+  // it first (the quantisation; the simulator fuses such a convert into the dot, as a GEMM's
+  // prologue) and keeps its result type, so the dot runs at the chip's fp8 rate. f32 matmuls
+  // (the router, the softmax statistics) stay as they are. kInvalid (default): off.
+  void set_gemm_type(PrimitiveType type) { gemm_type_ = type; }
   // pred [rows, G] named (rows_name, group_name): row m belongs to group g, i.e.
   // Σ_{i<g} gs[i] ≤ m < Σ_{i≤g} gs[i].
   Tensor GroupMembership(const Tensor& group_sizes, char rows_name, int64_t rows,
@@ -194,6 +200,10 @@ class NamedBuilder {
   void AnnotateRaggedDot(const Tensor& ragged_dot, absl::string_view weight_dims) const;
 
   bool masked_grouped_ = false;
+  PrimitiveType gemm_type_ = PrimitiveType::kInvalid;
+  // Converts a and b to gemm_type_ when set and both are 16-bit floats; `out` becomes the
+  // result type the dot would have had (a's type when kInvalid).
+  void QuantizeOperands(Tensor& a, Tensor& b, PrimitiveType& out);
   GmmTiling ragged_dot_wi_{128, 128, 128};
   GmmTiling ragged_dot_wo_{128, 128, 128};
 };

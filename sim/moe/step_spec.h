@@ -95,6 +95,9 @@ struct BackendKnobs {
   int64_t fused_tile = 0;
   // Every backend: how grouped matmuls are lowered (above).
   GroupedMatmulForm grouped_matmul = GroupedMatmulForm::kNative;
+  // Every backend: FP8 (f8e4m3fn) GEMMs (NamedBuilder::set_gemm_type). The whole step sets it
+  // for fp8 / MXFP8 precision; `perfsim lower` and `predict` leave it off.
+  bool fp8_gemms = false;
 };
 
 // The tiling knob of a kernel role: "wi.fwd", "wi.dlhs", "wi.drhs", "wo.fwd", "wo.dlhs",

@@ -23,9 +23,13 @@
 // the dispatch's receive buffer is that size (ragged_buffer_factor 1: a dropless dispatch sizes
 // it to what arrives).
 //
-// Dtypes: compute bf16 whatever the precision (the FP8 and MXFP8 GEMM rates are not applied
-// yet: such a step is predicted at bf16 speed and says so). The optimizer updates f32 master
-// weights with f32 moments.
+// Dtypes: compute bf16. An fp8 or MXFP8 step on a chip with an fp8 matmul rate runs the
+// attention projections and the dense FFNs as FP8 GEMMs (f8e4m3fn operands, bf16 results:
+// NamedBuilder::set_gemm_type; the operand casts fuse into the dots, as a GEMM prologue); the
+// attention core, the router, the LM head and the MoE experts stay bf16 (the experts'
+// ragged-dots take no fused operand cast in the simulator, so an fp8 lowering there would pay a
+// separate quantisation per micro-batch). MXFP8's block scales and delayed scaling's amax
+// reductions are not counted. The optimizer updates f32 master weights with f32 moments.
 #ifndef PERFSIM_SIM_STEP_BLOCK_TIMER_H_
 #define PERFSIM_SIM_STEP_BLOCK_TIMER_H_
 

@@ -115,7 +115,8 @@ TEST(TrainStepCliTest, BadInputExitsTwoNamingTheNumbers) {
   r = RunCli({"step", "--model", "mixtral_8x7b", "--hw", "gpu_h100", "--gbs", "8", "--seq",
               "4096", "--remat", "sometimes"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--remat: expected none, full or selective"));
+  EXPECT_THAT(r.err, HasSubstr("--remat: expected none, full, selective:MODULE[,MODULE...] or "
+                               "maxtext:POLICY; got 'sometimes'"));
   r = RunCli({"step", "--model", "mixtral_8x7b", "--gbs", "8"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("expected --model and --hw"));
