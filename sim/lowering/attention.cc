@@ -28,21 +28,6 @@ namespace perfsim {
 
 namespace {
 
-PrimitiveType TypeOf(DType dtype) {
-  switch (dtype) {
-    case DTYPE_BF16:
-      return PrimitiveType::kBF16;
-    case DTYPE_F16:
-      return PrimitiveType::kF16;
-    case DTYPE_F8E4M3FN:
-      return PrimitiveType::kF8E4M3FN;
-    case DTYPE_F8E5M2:
-      return PrimitiveType::kF8E5M2;
-    default:
-      return PrimitiveType::kF32;
-  }
-}
-
 // As ModelConfig::LayerAttentionScope and LayerHasRope, on the AttentionSpec alone.
 AttentionScope ScopeOf(const AttentionSpec& a, int64_t layer) {
   if (a.layer_scopes_size() == 0) return ATTENTION_SCOPE_GLOBAL;
@@ -709,7 +694,7 @@ AttentionLoweringSpec AttentionLoweringSpec::FromModel(const ModelConfig& model,
   spec.layer = layer;
   spec.batch = batch;
   spec.seq = seq;
-  spec.dtype = TypeOf(model.proto().activation_dtype());
+  spec.dtype = PrimitiveTypeOfDType(model.proto().activation_dtype());
   if (model.proto().norm().has_epsilon()) spec.norm_epsilon = model.proto().norm().epsilon();
   return spec;
 }

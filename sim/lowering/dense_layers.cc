@@ -26,27 +26,6 @@
 
 namespace perfsim {
 
-PrimitiveType PrimitiveTypeOfDType(DType dtype) {
-  switch (dtype) {
-    case DTYPE_BF16:
-      return PrimitiveType::kBF16;
-    case DTYPE_F16:
-      return PrimitiveType::kF16;
-    case DTYPE_F8E4M3FN:
-      return PrimitiveType::kF8E4M3FN;
-    case DTYPE_F8E5M2:
-      return PrimitiveType::kF8E5M2;
-    case DTYPE_S8:
-      return PrimitiveType::kS8;
-    case DTYPE_F32:
-    case DTYPE_UNSPECIFIED:
-    case DType_INT_MIN_SENTINEL_DO_NOT_USE_:
-    case DType_INT_MAX_SENTINEL_DO_NOT_USE_:
-      return PrimitiveType::kF32;
-  }
-  return PrimitiveType::kF32;
-}
-
 DenseFfnSpec DenseFfnSpec::FromModel(const ModelConfig& model, int64_t batch, int64_t seq,
                                      int64_t tp, Phase phase) {
   const ModelSpec& m = model.proto();

@@ -38,9 +38,6 @@
 
 namespace perfsim {
 
-// The storage type of a model dtype (f32 when unset).
-PrimitiveType PrimitiveTypeOfDType(DType dtype);
-
 // Pre-norm gated FFN with a residual add:
 //   n = norm(x)                                   RMSNorm: x / sqrt(mean_D(x²) + eps) · scale
 //                                                 LayerNorm: (x − μ)/sqrt(var + eps)·scale + bias

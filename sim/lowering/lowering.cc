@@ -122,16 +122,6 @@ std::vector<std::vector<MeshAxis>> MoeBackend::ExpertWeightSplit(absl::string_vi
 
 namespace {
 
-PrimitiveType TypeOf(DType dtype) {
-  switch (dtype) {
-    case DTYPE_BF16: return PrimitiveType::kBF16;
-    case DTYPE_F16: return PrimitiveType::kF16;
-    case DTYPE_F8E4M3FN: return PrimitiveType::kF8E4M3FN;
-    case DTYPE_F8E5M2: return PrimitiveType::kF8E5M2;
-    default: return PrimitiveType::kF32;
-  }
-}
-
 std::vector<int64_t> LocalDims(const TensorSpec& t, const Parallelism& p) {
   std::vector<int64_t> dims = t.global_dims;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -263,8 +253,8 @@ absl::StatusOr<LoweredStep> LowerStepWith(const StepSpec& spec, const MoeBackend
         absl::StrCat("model ", model.name(), ": expected a gated activation; got an ungated one"));
   }
   const Parallelism& p = spec.parallelism;
-  const PrimitiveType act = TypeOf(model.proto().activation_dtype());
-  const PrimitiveType param = TypeOf(model.proto().param_dtype());
+  const PrimitiveType act = PrimitiveTypeOfDType(model.proto().activation_dtype());
+  const PrimitiveType param = PrimitiveTypeOfDType(model.proto().param_dtype());
   const int64_t T = spec.tokens(), D = model.d_model(), E = model.num_experts(),
                 F = model.expert_ffn_dim();
   const int64_t H = model.num_shared_experts() * model.shared_expert_ffn_dim();

@@ -10,6 +10,27 @@
 
 namespace perfsim {
 
+PrimitiveType PrimitiveTypeOfDType(DType dtype) {
+  switch (dtype) {
+    case DTYPE_BF16:
+      return PrimitiveType::kBF16;
+    case DTYPE_F16:
+      return PrimitiveType::kF16;
+    case DTYPE_F8E4M3FN:
+      return PrimitiveType::kF8E4M3FN;
+    case DTYPE_F8E5M2:
+      return PrimitiveType::kF8E5M2;
+    case DTYPE_S8:
+      return PrimitiveType::kS8;
+    case DTYPE_F32:
+    case DTYPE_UNSPECIFIED:
+    case DType_INT_MIN_SENTINEL_DO_NOT_USE_:
+    case DType_INT_MAX_SENTINEL_DO_NOT_USE_:
+      return PrimitiveType::kF32;
+  }
+  return PrimitiveType::kF32;
+}
+
 int64_t Tensor::size(char name) const {
   const int64_t i = index(name);
   return i < 0 ? -1 : op->shape().dimensions(i);

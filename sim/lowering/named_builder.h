@@ -37,6 +37,10 @@ namespace perfsim {
 
 using DimNameTable = absl::flat_hash_map<const Instruction*, std::string>;
 
+// The element type of a model dtype (proto/model.proto DType; f32 when unset), for every
+// lowering.
+PrimitiveType PrimitiveTypeOfDType(DType dtype);
+
 // A value a forward op consumed and its backward must read again (known_bugs.md #17): the
 // forward records it under a role, the VJP records each operand that stands for it. The static
 // check (sim/lowering/checks.h) verifies every use reads the recorded instruction itself.
