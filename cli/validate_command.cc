@@ -197,15 +197,7 @@ report::ValidateReport ToReport(const std::vector<ValidationResult>& results) {
     v->mutable_parallelism()->set_tp(static_cast<int32_t>(r.parallelism.tp));
     v->set_status(r.skipped ? "skip" : r.pass ? "pass" : "fail");
     v->set_tolerance(r.tolerance);
-    for (const TensorError& e : r.errors) {
-      report::ValidateTensorError* t = v->add_errors();
-      t->set_tensor(e.tensor);
-      t->set_max_rel_error(e.max_rel_error);
-      for (int64_t i : e.index) t->add_index(static_cast<double>(i));
-      t->set_got(e.got);
-      t->set_want(e.want);
-      t->set_non_finite(static_cast<double>(e.non_finite));
-    }
+    AddTensorErrors(r.errors, *v);
     v->set_message(r.message);
     v->set_cause(r.cause);
     v->set_diverging_output(r.diverging_output);

@@ -1,5 +1,7 @@
 #include "sim/validate/block_validate.h"
 
+#include "sim/validate/validate_internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -50,23 +52,6 @@ constexpr int64_t kMaxMlaV = 8;
 constexpr int64_t kMaxFfnDim = 64;
 constexpr int64_t kMaxVocab = 96;
 
-// SplitMix64, as validate_inputs.cc: the same seed gives the same inputs everywhere.
-class Stream {
- public:
-  explicit Stream(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
-  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
-
- private:
-  uint64_t state_;
-};
-
 // Caps `value` at `cap`, noting "name old -> new" when it changes.
 int64_t Cap(int64_t value, int64_t cap, absl::string_view name, std::vector<std::string>* notes) {
   if (value <= cap) return value;
@@ -81,7 +66,7 @@ std::vector<Literal> MakeBlockInputs(const LoweredLayer& layer, uint64_t seed) {
   for (const TensorSpec& t : layer.parameters) {
     if (t.dims == "VD") vocab = t.global_dims[0];
   }
-  Stream stream(seed);
+  SplitMixStream stream(seed);
   std::vector<Literal> inputs;
   for (const TensorSpec& t : layer.parameters) {
     Literal lit(Shape::Array(t.type, t.global_dims));
@@ -644,18 +629,22 @@ report::ValidateReport BlockValidationReport(const std::vector<BlockValidationRe
     v->mutable_parallelism()->set_tp(static_cast<int32_t>(r.tp));
     v->set_status(r.skipped ? "skip" : r.pass ? "pass" : "fail");
     v->set_tolerance(r.tolerance);
-    for (const TensorError& e : r.errors) {
-      report::ValidateTensorError* t = v->add_errors();
-      t->set_tensor(e.tensor);
-      t->set_max_rel_error(e.max_rel_error);
-      for (int64_t i : e.index) t->add_index(static_cast<double>(i));
-      t->set_got(e.got);
-      t->set_want(e.want);
-      t->set_non_finite(static_cast<double>(e.non_finite));
-    }
+    AddTensorErrors(r.errors, *v);
     v->set_message(r.message);
   }
   return out;
+}
+
+void AddTensorErrors(const std::vector<TensorError>& errors, report::ValidateResult& result) {
+  for (const TensorError& e : errors) {
+    report::ValidateTensorError* t = result.add_errors();
+    t->set_tensor(e.tensor);
+    t->set_max_rel_error(e.max_rel_error);
+    for (int64_t i : e.index) t->add_index(static_cast<double>(i));
+    t->set_got(e.got);
+    t->set_want(e.want);
+    t->set_non_finite(static_cast<double>(e.non_finite));
+  }
 }
 
 }  // namespace perfsim

@@ -127,6 +127,10 @@ void PrintBlockTable(const std::vector<BlockValidationResult>& results, std::ost
 // sequence_parallel set, devices = parallelism.tp = tp, backend/router/routing empty.
 report::ValidateReport BlockValidationReport(const std::vector<BlockValidationResult>& results);
 
+// Appends the per-tensor errors of a case to its report entry (shared with the MoE validate
+// report of cli/validate_command.cc).
+void AddTensorErrors(const std::vector<TensorError>& errors, report::ValidateResult& result);
+
 }  // namespace perfsim
 
 #endif  // PERFSIM_SIM_VALIDATE_BLOCK_VALIDATE_H_

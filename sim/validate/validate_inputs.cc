@@ -5,26 +5,10 @@
 #include <vector>
 
 #include "sim/validate/validate.h"
+#include "sim/validate/validate_internal.h"
 
 namespace perfsim {
 namespace {
-
-// SplitMix64: a small, well-mixed stream; the same seed gives the same inputs everywhere.
-class Stream {
- public:
-  explicit Stream(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0; }
-
- private:
-  uint64_t state_;
-};
 
 // σ(−18.4) ≈ 1.0e-8: the offset that puts sigmoid scores around 1e-8 (known_bugs.md #28).
 constexpr double kTinyScoreOffset = -18.4;
@@ -78,7 +62,7 @@ std::vector<Literal> MakeGlobalInputs(const LoweredStep& step, RoutingCase routi
   for (size_t p = 0; p < step.parameters.size(); ++p) {
     const TensorSpec& t = step.parameters[p];
     Literal lit(Shape::Array(t.type, t.global_dims));
-    Stream stream(seed * 1000003 + p);
+    SplitMixStream stream(seed * 1000003 + p);
     double scale = 1;
     if (t.name == "wi_0" || t.name == "wi_1" || t.name == "ws_0" || t.name == "ws_1") {
       scale = 1 / std::sqrt(static_cast<double>(d));
